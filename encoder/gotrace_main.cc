@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/gotrace_main.cc - the `gotrace` command -------------------===//
+//
+//   gotrace encode [options] LOG... -o OUT   event logs -> Go trace
+//   gotrace dump LOG...                      print the records of event logs
+//
+// Errors are one line on stderr and a non-zero exit status.
+//===----------------------------------------------------------------------===//
+#include <time.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "encoder/encode.h"
+#include "encoder/log_reader.h"
+#include "symbolizer/dw_symbolizer.h"
+
+namespace gotrace {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gotrace encode [options] LOG... -o OUT\n"
+    "       gotrace dump LOG...\n"
+    "\n"
+    "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
+    "  -o, --output OUT          trace file to write (required)\n"
+    "  -f, --force               replace OUT if it exists\n"
+    "      --block-threshold-us N\n"
+    "                            syscalls shorter than N microseconds do not block\n"
+    "                            their thread in the trace (default 20)\n"
+    "      --lenient             skip damaged chunks instead of failing\n"
+    "      --check               check every emitted event against Go's parser rules\n"
+    "      --no-symbols          name frames by address, do not read debug info\n"
+    "  -q, --quiet               no summary line\n"
+    "dump: print every record of the logs, one per line\n";
+
+double Seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "gotrace: %s\n", msg.c_str());
+  return 1;
+}
+
+std::string HumanBytes(uint64_t b) {
+  char buf[32];
+  if (b < 10 * 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+  else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
+  return buf;
+}
+
+bool ParseU64(const char* s, uint64_t* out) {
+  if (!s || !*s) return false;
+  char* end;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
+  *out = v;
+  return true;
+}
+
+int CmdEncode(int argc, char** argv) {
+  std::vector<std::string> logs;
+  std::string out;
+  EncodeOptions opts;
+  opts.model.check = CheckEventsByDefault();
+  bool quiet = false, symbols = true;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gotrace: %s needs a value\n", name);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "-o" || a == "--output") {
+      const char* v = value("-o");
+      if (!v) return 2;
+      out = v;
+    } else if (a == "-f" || a == "--force") {
+      opts.output_mode = OutputMode::kOverwrite;
+    } else if (a == "--block-threshold-us") {
+      const char* v = value("--block-threshold-us");
+      uint64_t us;
+      if (!v || !ParseU64(v, &us) || us > 3600ull * 1000 * 1000)
+        return Fail("--block-threshold-us wants a number of microseconds"), 2;
+      opts.model.block_threshold_ns = us * 1000;
+    } else if (a == "--lenient") {
+      opts.strict = false;
+    } else if (a == "--check") {
+      opts.model.check = true;
+    } else if (a == "--no-symbols") {
+      symbols = false;
+    } else if (a == "-q" || a == "--quiet") {
+      quiet = true;
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Fail("unknown option " + a + " (see gotrace --help)"), 2;
+    } else {
+      logs.push_back(a);
+    }
+  }
+  if (out.empty()) return Fail("encode needs -o OUT (see gotrace --help)"), 2;
+  if (logs.empty()) return Fail("encode needs at least one LOG (see gotrace --help)"), 2;
+  if (symbols) opts.symbolizer = DefaultSymbolizerFactory();
+
+  const double t0 = Seconds();
+  EncodeStats stats;
+  Status st = gotrace::Encode(logs, out, opts, &stats);
+  for (const auto& w : stats.warnings) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
+  if (!st.ok()) return Fail(st.message());
+  if (!quiet) {
+    std::fprintf(stderr, "gotrace: wrote %s (%" PRIu64 " threads, %" PRIu64 " events, %s) in %.2f s\n",
+                 stats.output_path.c_str(), stats.model.threads, stats.events,
+                 HumanBytes(stats.bytes).c_str(), Seconds() - t0);
+    if (stats.model.dropped_records > 0)
+      std::fprintf(stderr, "gotrace: the recording dropped %" PRIu64 " records\n",
+                   stats.model.dropped_records);
+  }
+  return 0;
+}
+
+int CmdDump(int argc, char** argv) {
+  std::vector<std::string> logs(argv, argv + argc);
+  if (logs.empty()) return Fail("dump needs at least one LOG"), 2;
+  log::LogSet set;
+  Status st = set.Open(logs, log::ReadOptions{false});
+  for (const auto& w : set.warnings()) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
+  if (!st.ok()) return Fail(st.message());
+  for (const auto& f : set.files()) {
+    std::printf("file %s pid=%u ppid=%u ncpus=%u freq=%" PRIu64 " start=%" PRIu64 "\n",
+                f.path.c_str(), f.header.pid, f.header.ppid, f.header.ncpus,
+                f.header.ticks_per_second, f.header.start_ticks);
+  }
+  for (uint32_t s = 0; s < set.streams().size(); ++s) {
+    const auto& stream = set.streams()[s];
+    std::printf("stream file=%u serial=%u tid=%u chunks=%zu records=%" PRIu64 "%s\n", stream.file,
+                stream.serial, stream.tid, stream.chunks.size(), stream.nrecords,
+                stream.seq_gap ? " (missing chunks)" : "");
+    log::StreamCursor cur(set, s);
+    log::Record r;
+    while (cur.Next(&r)) {
+      std::printf("  %" PRIu64 " cpu=%u ", r.ts, r.cpu);
+      switch (r.type) {
+        case log::kThreadStart:
+          std::printf("ThreadStart create_id=%" PRIu64 " start_pc=0x%" PRIx64 " self=0x%" PRIx64
+                      " flags=%" PRIu64 "\n", r.start.create_id, r.start.start_pc, r.start.self,
+                      r.start.flags);
+          break;
+        case log::kThreadEnd: std::printf("ThreadEnd\n"); break;
+        case log::kThreadCreate:
+          std::printf("ThreadCreate create_id=%" PRIu64 " start_pc=0x%" PRIx64 " stack=%" PRIu64
+                      "\n", r.create.create_id, r.create.start_pc, r.create.stack);
+          break;
+        case log::kWait:
+          std::printf("Wait kind=%s flags=%" PRIu64 " obj=0x%" PRIx64 " aux=%" PRIu64
+                      " duration=%" PRIu64 " cpu_end=%" PRIu64 " stack=%" PRIu64 "\n",
+                      log::WaitKindName(static_cast<log::WaitKind>(r.wait.kind)), r.wait.flags,
+                      r.wait.obj, r.wait.aux, r.wait.duration, r.wait.cpu_end, r.wait.stack);
+          break;
+        case log::kRelease:
+          std::printf("Release kind=%s obj=0x%" PRIx64 " count=%" PRIu64 " stack=%" PRIu64 "\n",
+                      log::WaitKindName(static_cast<log::WaitKind>(r.release.kind)),
+                      r.release.obj, r.release.count, r.release.stack);
+          break;
+        case log::kHeap: std::printf("Heap bytes=%" PRIu64 "\n", r.heap.bytes); break;
+        case log::kStackDef: {
+          log::StackDefFields d;
+          if (!log::ParseStackDef(r, &d)) { std::printf("StackDef (malformed)\n"); break; }
+          std::printf("StackDef id=%" PRIu64 " epoch=%u", d.id, d.epoch);
+          for (uint64_t pc : d.pcs) std::printf(" 0x%" PRIx64, pc);
+          std::printf("\n");
+          break;
+        }
+        case log::kModuleLoad: {
+          log::ModuleLoadFields m;
+          if (!log::ParseModuleLoad(r, &m)) { std::printf("ModuleLoad (malformed)\n"); break; }
+          std::printf("ModuleLoad epoch=%u bias=0x%" PRIx64 " [0x%" PRIx64 ",0x%" PRIx64 ") %s\n",
+                      m.epoch, m.bias, m.lo, m.hi, m.path.c_str());
+          break;
+        }
+        case log::kModuleUnload: {
+          log::ModuleUnloadFields m;
+          if (!log::ParseModuleUnload(r, &m)) { std::printf("ModuleUnload (malformed)\n"); break; }
+          std::printf("ModuleUnload epoch=%u [0x%" PRIx64 ",0x%" PRIx64 ")\n", m.epoch, m.lo, m.hi);
+          break;
+        }
+        case log::kTraceEnd: {
+          log::TraceEndFields e;
+          if (!log::ParseTraceEnd(r, &e)) { std::printf("TraceEnd (malformed)\n"); break; }
+          std::printf("TraceEnd dropped_records=%" PRIu64 " dropped_chunks=%" PRIu64 "\n",
+                      e.dropped_records, e.dropped_chunks);
+          break;
+        }
+        default:
+          std::printf("record type %u (%zu bytes)\n", r.type, r.body_len);
+      }
+    }
+    if (!cur.status().ok()) return Fail(cur.status().message());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gotrace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(gotrace::kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "encode") return gotrace::CmdEncode(argc - 2, argv + 2);
+  if (cmd == "dump") return gotrace::CmdDump(argc - 2, argv + 2);
+  std::fprintf(stderr, "gotrace: unknown command '%s' (see gotrace --help)\n", cmd.c_str());
+  return 2;
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/log_format.h - the raw per-thread event log (version 1) ---===//
+//
+// What preload/ records and encoder/ reads. The log is internal and versioned;
+// the Go trace is the product. It is designed so that (1) a thread appends a
+// record to its own buffer with a handful of stores and no allocation, (2) a
+// whole buffer can be written with one pwrite at any offset, so threads spill
+// without a global lock, and (3) a reader can recover everything that reached
+// the disk after a crash, skipping torn or corrupted chunks.
+//
+// FILE LAYOUT (host byte order; the magic numbers detect a foreign order)
+//
+//   FileHeader                    64 bytes, once
+//   Chunk*                        any order, each 8-byte aligned
+//
+//   Chunk = ChunkHeader (40 bytes) + payload (`size` bytes of records)
+//           + zero padding to a multiple of 8.
+//
+// A chunk belongs to one stream: `serial` names a thread incarnation within the
+// process (1, 2, ...; tids are reused, serials are not), and serial 0 is the
+// process stream (module map, stacks written at flush time, trace end).
+// Within a stream, chunks are numbered by `seq` (0, 1, 2, ...) and the records
+// of a stream, in seq order, are in non-decreasing time order except for the
+// clock noise the reader clamps. A gap in seq means lost data, never disorder.
+// `checksum` is CRC-32C over the header (with checksum = 0) and the payload.
+//
+// RECORDS (the payload is a sequence of these, nothing else)
+//
+//   type:u8  dts:zigzag varint  cpu:varint  fields...
+//
+//   dts is the signed tick delta from the previous record of the chunk (the
+//   first record is relative to ChunkHeader::base_ticks). Signed, so that a
+//   record whose clock reading is slightly behind its predecessor (TSC noise,
+//   a begin time captured before a nested record) is represented faithfully
+//   and clamped by the reader, not by the hot path. cpu is the CPU the thread
+//   was on when the record's time was taken.
+//
+//   Types below 64 have a fixed number of varint fields (listed below).
+//   Types 64 and above are variable: `len:varint` then `len` bytes, so a reader
+//   can skip a variable record it does not know. All integers are varints.
+//
+//   kThreadStart   create_id start_pc self flags
+//       First record of every thread stream. create_id links to the creator's
+//       kThreadCreate (0: not created under tracing: the main thread or a thread
+//       that existed when tracing began). start_pc: the start routine (main for
+//       the main thread; 0 if unknown). self: pthread_self(), the object a
+//       joiner waits on. flags: kThreadExisted, kThreadMain.
+//   kThreadEnd     (no fields)
+//       The thread is exiting. Implies a release of `self` to its joiners.
+//   kThreadCreate  create_id start_pc stack
+//       Recorded by the creator; the time is taken before the real call so it
+//       precedes anything the new thread records.
+//   kWait          kind flags obj aux duration cpu_end stack
+//       The thread waited from ts to ts + duration (ticks) and resumed on
+//       cpu_end. One record per wait, written after the wait returns (H30: a
+//       cancelled or longjmp'd wait loses one record, never leaves a begin
+//       without an end). flags & kWaitOpen: the thread was still waiting when
+//       the log ended (duration is meaningless). flags >> kWaitFdClassShift:
+//       FdClass of the descriptor for kNet/kSyscall. obj: the address waited
+//       on (mutex, cond, futex word, pthread_t for join, fd for I/O). aux:
+//       syscall number for kSyscall/kNet, 0 otherwise.
+//   kRelease       kind obj count stack
+//       The thread released `obj` in a way that wakes waiters: unlock with
+//       waiters, cond signal (count 1) or broadcast (count 0 = all), sem post,
+//       futex wake (count = woken). ts is taken before the real call.
+//   kHeap          bytes
+//       Live heap bytes of the process at ts.
+//
+//   kStackDef      (var) id epoch n pc[0] zz(pc[1]-pc[0]) ... zz(pc[n-1]-pc[n-2])
+//       Defines stack id (>= 1) as n return addresses, leaf first. epoch is
+//       the module-map epoch the PCs belong to. May appear in any stream; ids
+//       are process-wide.
+//   kModuleLoad    (var) epoch bias lo hi path_len path-bytes
+//       A loaded object: PCs in [lo, hi) belong to the file at path, loaded
+//       with bias (ELF l_addr). Valid from `epoch` on.
+//   kModuleUnload  (var) epoch lo hi
+//       The object covering [lo, hi) is unmapped from `epoch` on.
+//   kTraceEnd      (var) dropped_records dropped_chunks chunks_before
+//       Written once, in the last chunk of the log, by the final flush; its
+//       time is the end of the trace. chunks_before counts the chunks written
+//       before the one holding it, so a reader can prove that a log is
+//       complete; a log without it was cut short (crash, kill).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gotrace::log {
+
+using Tick = uint64_t;
+
+inline constexpr char kFileMagic[8] = {'G', 'O', 'T', 'R', 'L', 'O', 'G', '\n'};
+inline constexpr uint32_t kLogVersion = 1;
+inline constexpr uint32_t kChunkMagic = 0x4b435447;  // "GTCK" read little-endian
+inline constexpr uint32_t kMaxChunkPayload = 64u << 20;
+inline constexpr uint32_t kProcessSerial = 0;
+
+struct FileHeader {
+  char magic[8];              // kFileMagic
+  uint32_t version;           // kLogVersion
+  uint32_t header_size;       // sizeof(FileHeader)
+  uint64_t ticks_per_second;  // clock frequency; becomes the trace's Frequency
+  uint64_t start_ticks;       // when tracing began
+  uint32_t pid;
+  uint32_t ppid;
+  uint32_t ncpus;             // configured CPUs: P ids are 0..ncpus-1
+  uint32_t flags;
+  uint64_t reserved[2];
+};
+static_assert(sizeof(FileHeader) == 64);
+
+struct ChunkHeader {
+  uint32_t magic;       // kChunkMagic
+  uint32_t size;        // payload bytes, excluding header and padding
+  uint32_t serial;      // stream: thread incarnation (>= 1) or kProcessSerial
+  uint32_t tid;         // kernel thread id of the stream (0 for the process)
+  uint32_t seq;         // chunk number within the stream
+  uint32_t checksum;    // CRC-32C of header (checksum = 0) + payload
+  uint64_t base_ticks;  // the first record's dts is relative to this
+  uint32_t nrecords;    // records in the payload
+  uint32_t flags;       // reserved, 0
+};
+static_assert(sizeof(ChunkHeader) == 40);
+
+inline constexpr size_t AlignChunk(size_t n) { return (n + 7) & ~size_t{7}; }
+
+enum RecordType : uint8_t {
+  kThreadStart = 1,
+  kThreadEnd = 2,
+  kThreadCreate = 3,
+  kWait = 4,
+  kRelease = 5,
+  kHeap = 6,
+  kFirstVarRecord = 64,
+  kStackDef = 64,
+  kModuleLoad = 65,
+  kModuleUnload = 66,
+  kTraceEnd = 67,
+};
+
+// Number of varint fields after (dts, cpu) of each fixed record type; -1 for
+// types that are not fixed records.
+constexpr int FixedFieldCount(uint8_t type) {
+  switch (type) {
+    case kThreadStart: return 4;
+    case kThreadEnd: return 0;
+    case kThreadCreate: return 3;
+    case kWait: return 7;
+    case kRelease: return 4;
+    case kHeap: return 1;
+    default: return -1;
+  }
+}
+
+// The largest fixed record: type byte + dts + cpu + 7 fields.
+inline constexpr size_t kMaxFixedRecordBytes = 1 + 10 * (2 + 7);
+
+// What a thread waits for. The encoder maps these to Go block reasons.
+enum class WaitKind : uint8_t {
+  kMutex = 1,
+  kRwlock = 2,
+  kCond = 3,
+  kSem = 4,
+  kFutex = 5,
+  kBarrier = 6,
+  kJoin = 7,
+  kSleep = 8,
+  kNet = 9,      // socket / pipe / tty / eventfd I/O, poll, select, epoll
+  kSyscall = 10, // any other system call (file I/O, waitpid, ...)
+};
+inline constexpr uint8_t kMaxWaitKind = 10;
+const char* WaitKindName(WaitKind k);
+
+enum class FdClass : uint8_t {
+  kUnknown = 0,
+  kSocket = 1,
+  kPipe = 2,    // pipe or FIFO
+  kTty = 3,
+  kEvent = 4,   // eventfd, timerfd, signalfd, inotify, epoll
+  kFile = 5,    // regular file or block device
+  kOther = 6,
+};
+
+inline constexpr uint64_t kWaitOpen = 1;         // kWait flags
+inline constexpr unsigned kWaitFdClassShift = 4;
+
+inline constexpr uint64_t kThreadExisted = 1;    // kThreadStart flags
+inline constexpr uint64_t kThreadMain = 2;
+
+inline constexpr uint32_t kMaxStackDepth = 128;  // PCs per kStackDef
+
+}  // namespace gotrace::log

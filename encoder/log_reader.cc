@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/log_reader.cc - indexing and streaming event logs ---------===//
+#include "encoder/log_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "encoder/crc32c.h"
+#include "encoder/varint.h"
+
+namespace gotrace::log {
+namespace {
+
+constexpr size_t kWindow = 16 << 10;
+
+std::string Hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+bool PreadFull(int fd, void* buf, size_t n, uint64_t off) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+    off += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+enum class Decode { kOk, kNeedMore, kCorrupt };
+
+// Decodes one record from [p, end). *last_raw is the previous record's raw
+// time (the delta base) and is updated. *used receives the record's size.
+Decode DecodeRecord(const uint8_t* p, const uint8_t* end, Tick* last_raw, Record* r,
+                    size_t* used) {
+  const uint8_t* q = p;
+  if (q == end) return Decode::kNeedMore;
+  const uint8_t type = *q++;
+  uint64_t dts, cpu;
+  if (!GetUvarint(&q, end, &dts) || !GetUvarint(&q, end, &cpu)) {
+    return (end - p) >= static_cast<ptrdiff_t>(1 + 2 * kMaxVarintBytes) ? Decode::kCorrupt
+                                                                         : Decode::kNeedMore;
+  }
+  if (cpu > 0xffffffffu) return Decode::kCorrupt;
+  const int nfields = FixedFieldCount(type);
+  if (nfields >= 0) {
+    for (int i = 0; i < nfields; ++i) {
+      if (!GetUvarint(&q, end, &r->f[i])) {
+        return (end - p) >= static_cast<ptrdiff_t>(kMaxFixedRecordBytes) ? Decode::kCorrupt
+                                                                          : Decode::kNeedMore;
+      }
+    }
+    r->body = nullptr;
+    r->body_len = 0;
+  } else if (type >= kFirstVarRecord) {
+    uint64_t len;
+    if (!GetUvarint(&q, end, &len)) {
+      return (end - q) >= static_cast<ptrdiff_t>(kMaxVarintBytes) ? Decode::kCorrupt
+                                                                   : Decode::kNeedMore;
+    }
+    if (len > kMaxChunkPayload) return Decode::kCorrupt;
+    if (static_cast<uint64_t>(end - q) < len) return Decode::kNeedMore;
+    r->body = q;
+    r->body_len = len;
+    q += len;
+  } else {
+    return Decode::kCorrupt;
+  }
+  r->type = static_cast<RecordType>(type);
+  *last_raw += static_cast<uint64_t>(UnZigZag(dts));
+  r->ts = *last_raw;
+  r->cpu = static_cast<uint32_t>(cpu);
+  *used = static_cast<size_t>(q - p);
+  return Decode::kOk;
+}
+
+// Record-level sanity for fixed records whose fields have bounded domains.
+bool FieldsValid(const Record& r) {
+  switch (r.type) {
+    case kWait:
+      return r.wait.kind >= 1 && r.wait.kind <= kMaxWaitKind && r.wait.cpu_end <= 0xffffffffu;
+    case kRelease:
+      return r.release.kind >= 1 && r.release.kind <= kMaxWaitKind;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Variable record bodies.
+
+bool ParseStackDef(const Record& r, StackDefFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  uint64_t id, epoch, n;
+  if (r.type != kStackDef || !GetUvarint(&p, end, &id) || !GetUvarint(&p, end, &epoch) ||
+      !GetUvarint(&p, end, &n) || id == 0 || n > kMaxStackDepth || epoch > 0xffffffffu) {
+    return false;
+  }
+  out->id = id;
+  out->epoch = static_cast<uint32_t>(epoch);
+  out->pcs.resize(n);
+  uint64_t prev = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t v;
+    if (!GetUvarint(&p, end, &v)) return false;
+    prev = i == 0 ? v : prev + static_cast<uint64_t>(UnZigZag(v));
+    out->pcs[i] = prev;
+  }
+  return p == end;
+}
+
+bool ParseModuleLoad(const Record& r, ModuleLoadFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  uint64_t epoch, len;
+  if (r.type != kModuleLoad || !GetUvarint(&p, end, &epoch) || !GetUvarint(&p, end, &out->bias) ||
+      !GetUvarint(&p, end, &out->lo) || !GetUvarint(&p, end, &out->hi) ||
+      !GetUvarint(&p, end, &len) || static_cast<uint64_t>(end - p) != len ||
+      epoch > 0xffffffffu) {
+    return false;
+  }
+  out->epoch = static_cast<uint32_t>(epoch);
+  out->path.assign(reinterpret_cast<const char*>(p), len);
+  return true;
+}
+
+bool ParseModuleUnload(const Record& r, ModuleUnloadFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  uint64_t epoch;
+  if (r.type != kModuleUnload || !GetUvarint(&p, end, &epoch) || !GetUvarint(&p, end, &out->lo) ||
+      !GetUvarint(&p, end, &out->hi) || p != end || epoch > 0xffffffffu) {
+    return false;
+  }
+  out->epoch = static_cast<uint32_t>(epoch);
+  return true;
+}
+
+bool ParseTraceEnd(const Record& r, TraceEndFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  return r.type == kTraceEnd && GetUvarint(&p, end, &out->dropped_records) &&
+         GetUvarint(&p, end, &out->dropped_chunks) && GetUvarint(&p, end, &out->chunks_before) &&
+         p == end;
+}
+
+// ---------------------------------------------------------------------------
+// LogSet
+
+LogSet::~LogSet() {
+  for (auto& f : files_)
+    if (f.fd >= 0) ::close(f.fd);
+}
+
+Status LogSet::Damage(const LogFile& f, uint64_t offset, const std::string& what) {
+  std::string msg = f.path + ": " + what + " at offset " + Hex(offset);
+  if (strict_) return Status::Error(msg);
+  warnings_.push_back(msg + "; skipped");
+  return Status::Ok();
+}
+
+Status LogSet::Open(std::span<const std::string> paths, const ReadOptions& opts) {
+  strict_ = opts.strict;
+  if (paths.empty()) return Status::Error("no log files given");
+  for (const auto& p : paths) {
+    LogFile f;
+    f.path = p;
+    f.fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (f.fd < 0) return Status::Error(p + ": cannot open: " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(f.fd);
+      return Status::Error(p + ": not a regular file");
+    }
+    f.file_size = static_cast<uint64_t>(st.st_size);
+    files_.push_back(std::move(f));
+    LogFile& lf = files_.back();
+    if (lf.file_size == 0) return Status::Error(p + ": empty file (not a gotrace log)");
+    if (lf.file_size < sizeof(FileHeader) || !PreadFull(lf.fd, &lf.header, sizeof lf.header, 0)) {
+      return Status::Error(p + ": truncated file header (" + std::to_string(lf.file_size) +
+                           " bytes; not a gotrace log?)");
+    }
+    if (std::memcmp(lf.header.magic, kFileMagic, sizeof kFileMagic) != 0)
+      return Status::Error(p + ": not a gotrace event log (bad magic)");
+    if (lf.header.version != kLogVersion) {
+      return Status::Error(p + ": unsupported log version " + std::to_string(lf.header.version) +
+                           " (this gotrace reads version " + std::to_string(kLogVersion) + ")");
+    }
+    if (lf.header.header_size != sizeof(FileHeader) || lf.header.ticks_per_second == 0 ||
+        lf.header.ncpus == 0 || lf.header.ncpus > 65536) {
+      return Status::Error(p + ": corrupted file header");
+    }
+    if (lf.header.ticks_per_second != files_[0].header.ticks_per_second) {
+      return Status::Error(p + ": clock frequency differs from " + files_[0].path +
+                           "; logs from different clocks cannot be merged");
+    }
+    GT_RETURN_IF_ERROR(IndexFile(static_cast<uint32_t>(files_.size() - 1)));
+  }
+  if (total_records_ == 0) {
+    std::string which = paths.size() == 1 ? paths[0] : std::string("the logs");
+    return Status::Error(which + ": contains no events");
+  }
+  return Status::Ok();
+}
+
+Status LogSet::IndexFile(uint32_t index) {
+  LogFile& f = files_[index];
+  struct PendingChunk {
+    uint32_t serial, tid;
+    ChunkRef ref;
+    bool has_first;
+    Record first;
+  };
+  std::vector<PendingChunk> chunks;
+  std::vector<uint8_t> payload;
+  uint64_t valid_chunks = 0;
+  bool have_end = false;
+  TraceEndFields end_rec{};
+  uint64_t off = sizeof(FileHeader);
+  while (off < f.file_size) {
+    ChunkHeader h;
+    if (f.file_size - off < sizeof h) {
+      GT_RETURN_IF_ERROR(Damage(f, off, "truncated chunk header"));
+      break;
+    }
+    if (!PreadFull(f.fd, &h, sizeof h, off)) return Status::Error(f.path + ": read error");
+    std::string bad;
+    if (h.magic != kChunkMagic) {
+      bad = h.magic == __builtin_bswap32(kChunkMagic) ? "log written with a foreign byte order"
+                                                      : "bad chunk magic";
+    } else if (h.size > kMaxChunkPayload) {
+      bad = "chunk too large";
+    } else if (f.file_size - off - sizeof h < h.size) {
+      bad = "truncated chunk (" + std::to_string(h.size) + " payload bytes declared, " +
+            std::to_string(f.file_size - off - sizeof h) + " present)";
+    }
+    if (bad.empty()) {
+      payload.resize(h.size);
+      if (!PreadFull(f.fd, payload.data(), h.size, off + sizeof h))
+        return Status::Error(f.path + ": read error");
+      ChunkHeader z = h;
+      z.checksum = 0;
+      const uint32_t crc = Crc32c(Crc32c(0, &z, sizeof z), payload.data(), h.size);
+      if (crc != h.checksum) bad = "corrupted chunk (checksum mismatch)";
+    }
+    if (!bad.empty()) {
+      GT_RETURN_IF_ERROR(Damage(f, off, bad));
+      // Resynchronise on the next 8-aligned position holding a valid header.
+      off += 8;
+      continue;
+    }
+    PendingChunk pc{};
+    pc.serial = h.serial;
+    pc.tid = h.tid;
+    pc.ref = ChunkRef{off + sizeof h, h.size, h.seq, h.nrecords, h.base_ticks};
+    // Validate every record boundary now so that damage is reported before
+    // any output is written, and remember the first record for the pre-pass.
+    const uint8_t* p = payload.data();
+    const uint8_t* end = p + h.size;
+    Tick raw = h.base_ticks;
+    uint32_t n = 0;
+    bool ok = true;
+    while (p < end) {
+      Record r;
+      size_t used;
+      if (DecodeRecord(p, end, &raw, &r, &used) != Decode::kOk || !FieldsValid(r)) {
+        ok = false;
+        break;
+      }
+      if (n == 0) {
+        pc.has_first = true;
+        pc.first = r;
+        pc.first.body = nullptr;
+      }
+      if (r.type == kTraceEnd) {
+        if (!ParseTraceEnd(r, &end_rec)) {
+          ok = false;
+          break;
+        }
+        have_end = true;
+      }
+      p += used;
+      ++n;
+    }
+    if (!ok || n != h.nrecords) {
+      GT_RETURN_IF_ERROR(Damage(f, off, "corrupted records in chunk"));
+      off += AlignChunk(sizeof h + h.size);
+      continue;
+    }
+    ++valid_chunks;
+    if (n > 0) chunks.push_back(pc);
+    off += AlignChunk(sizeof h + h.size);
+  }
+
+  // Completeness: the final flush ends the log with a kTraceEnd that counts
+  // the chunks before it. Without it the process did not finish the log.
+  if (valid_chunks == 0) {
+    // Nothing at all: reported as "contains no events" by Open().
+  } else if (!have_end) {
+    const std::string msg = f.path + ": incomplete log: no end record (the traced process did "
+                                     "not finish it; --lenient encodes what is there)";
+    if (strict_) return Status::Error(msg);
+    warnings_.push_back(msg);
+  } else if (valid_chunks != end_rec.chunks_before + 1) {
+    const std::string msg = f.path + ": incomplete log: " + std::to_string(valid_chunks) +
+                            " chunks present, " + std::to_string(end_rec.chunks_before + 1) +
+                            " written (--lenient encodes what is there)";
+    if (strict_) return Status::Error(msg);
+    warnings_.push_back(msg);
+  }
+
+  // Group into streams by serial, order by seq.
+  std::map<uint32_t, std::vector<const PendingChunk*>> by_serial;
+  for (const auto& c : chunks) by_serial[c.serial].push_back(&c);
+  for (auto& [serial, list] : by_serial) {
+    std::sort(list.begin(), list.end(),
+              [](const PendingChunk* a, const PendingChunk* b) { return a->ref.seq < b->ref.seq; });
+    Stream s;
+    s.file = index;
+    s.serial = serial;
+    s.tid = list.front()->tid;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i > 0 && list[i]->ref.seq == list[i - 1]->ref.seq) {
+        GT_RETURN_IF_ERROR(Damage(f, list[i]->ref.offset - sizeof(ChunkHeader),
+                                  "duplicate chunk " + std::to_string(list[i]->ref.seq) +
+                                      " of stream " + std::to_string(serial)));
+        continue;
+      }
+      if (list[i]->ref.seq != (i == 0 ? 0 : list[i - 1]->ref.seq + 1)) s.seq_gap = true;
+      s.chunks.push_back(list[i]->ref);
+      s.nrecords += list[i]->ref.nrecords;
+    }
+    const Record& first = list.front()->first;
+    s.first_ts = first.ts;
+    if (serial != kProcessSerial && first.type == kThreadStart && list.front()->ref.seq == 0) {
+      s.has_thread_start = true;
+      s.start = first.start;
+    }
+    if (s.seq_gap && !strict_) {
+      warnings_.push_back(f.path + ": stream " + std::to_string(serial) + " (tid " +
+                          std::to_string(s.tid) + ") has missing chunks");
+    }
+    total_records_ += s.nrecords;
+    total_chunks_ += s.chunks.size();
+    streams_.push_back(std::move(s));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// StreamCursor
+
+StreamCursor::StreamCursor(const LogSet& set, uint32_t stream)
+    : set_(set), stream_(set.streams()[stream]), file_(set.files()[stream_.file]) {}
+
+bool StreamCursor::Fail(const std::string& what) {
+  status_ = Status::Error(file_.path + ": " + what);
+  Release();
+  return false;
+}
+
+void StreamCursor::Release() {
+  std::vector<uint8_t>().swap(buf_);
+  win_begin_ = win_end_ = 0;
+}
+
+bool StreamCursor::LoadChunk(size_t index) {
+  const ChunkRef& c = stream_.chunks[index];
+  chunk_ = index;
+  loaded_ = true;
+  chunk_pos_ = 0;
+  win_begin_ = win_end_ = 0;
+  records_left_ = c.nrecords;
+  last_raw_ = c.base_ticks;
+  return Refill();
+}
+
+// Moves the undecoded tail of the window to the front and reads more of the
+// chunk behind it.
+bool StreamCursor::Refill() {
+  const ChunkRef& c = stream_.chunks[chunk_];
+  const size_t tail = win_end_ - win_begin_;
+  const uint64_t remaining = c.size - chunk_pos_;
+  if (remaining == 0) return true;
+  size_t want = std::max(kWindow, tail * 2);
+  if (buf_.size() < want) buf_.resize(want);
+  if (tail > 0 && win_begin_ > 0) std::memmove(buf_.data(), buf_.data() + win_begin_, tail);
+  win_begin_ = 0;
+  win_end_ = tail;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining, buf_.size() - tail));
+  if (!PreadFull(file_.fd, buf_.data() + tail, n, c.offset + chunk_pos_))
+    return Fail("read error");
+  chunk_pos_ += n;
+  win_end_ += n;
+  return true;
+}
+
+bool StreamCursor::Next(Record* r) {
+  for (;;) {
+    if (!loaded_ || records_left_ == 0) {
+      const size_t next = loaded_ ? chunk_ + 1 : 0;
+      if (next >= stream_.chunks.size()) {
+        Release();
+        return false;
+      }
+      if (!LoadChunk(next)) return false;
+      continue;
+    }
+    size_t used;
+    const Decode d =
+        DecodeRecord(buf_.data() + win_begin_, buf_.data() + win_end_, &last_raw_, r, &used);
+    if (d == Decode::kOk) {
+      win_begin_ += used;
+      --records_left_;
+      // Clamp: a stream never goes back in time, and nothing a thread records
+      // can precede the end of its previous wait (it was not running).
+      if (r->ts < floor_) r->ts = floor_;
+      floor_ = r->ts;
+      if (r->type == kWait && !(r->wait.flags & kWaitOpen)) {
+        const Tick end = r->ts + r->wait.duration;
+        if (end >= r->ts) floor_ = end;  // ignore overflowing durations
+        else r->wait.duration = 0;
+      }
+      return true;
+    }
+    if (d == Decode::kNeedMore && chunk_pos_ < stream_.chunks[chunk_].size) {
+      if (!Refill()) return false;
+      continue;
+    }
+    // The index pass validated every record, so this means the file changed.
+    return Fail("chunk changed while reading (offset " + Hex(stream_.chunks[chunk_].offset) + ")");
+  }
+}
+
+}  // namespace gotrace::log

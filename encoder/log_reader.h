@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/log_reader.h - indexing and streaming event logs ----------===//
+//
+// LogSet opens one or more log files, validates every chunk (magic, bounds,
+// CRC-32C), groups chunks into per-thread streams and decodes each stream's
+// first record (the pre-pass the model needs to link creators and threads).
+// StreamCursor then reads one stream's records in order through a small
+// window, so memory does not grow with the size of the log.
+//
+// Strict mode (gotrace encode) turns any damage into one clear error. Lenient
+// mode (crash recovery) skips damaged or torn chunks, resynchronising on the
+// next valid chunk header, and reports what it skipped as warnings.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "encoder/log_format.h"
+#include "encoder/status.h"
+
+namespace gotrace::log {
+
+struct ThreadStartFields { uint64_t create_id, start_pc, self, flags; };
+struct ThreadCreateFields { uint64_t create_id, start_pc, stack; };
+struct WaitFields { uint64_t kind, flags, obj, aux, duration, cpu_end, stack; };
+struct ReleaseFields { uint64_t kind, obj, count, stack; };
+struct HeapFields { uint64_t bytes; };
+
+// One decoded record. Fixed records fill the union member named after their
+// type; variable records expose their raw body (valid until the cursor moves).
+struct Record {
+  RecordType type;
+  Tick ts;       // clamped so that a stream never goes back in time
+  uint32_t cpu;
+  union {
+    uint64_t f[7];
+    ThreadStartFields start;
+    ThreadCreateFields create;
+    WaitFields wait;
+    ReleaseFields release;
+    HeapFields heap;
+  };
+  const uint8_t* body;
+  size_t body_len;
+};
+
+// Parsed variable records.
+struct StackDefFields { uint64_t id; uint32_t epoch; std::vector<uint64_t> pcs; };
+struct ModuleLoadFields { uint32_t epoch; uint64_t bias, lo, hi; std::string path; };
+struct ModuleUnloadFields { uint32_t epoch; uint64_t lo, hi; };
+struct TraceEndFields { uint64_t dropped_records, dropped_chunks, chunks_before; };
+bool ParseStackDef(const Record& r, StackDefFields* out);
+bool ParseModuleLoad(const Record& r, ModuleLoadFields* out);
+bool ParseModuleUnload(const Record& r, ModuleUnloadFields* out);
+bool ParseTraceEnd(const Record& r, TraceEndFields* out);
+
+struct ChunkRef {
+  uint64_t offset;   // of the payload in the file
+  uint32_t size;     // payload bytes
+  uint32_t seq;
+  uint32_t nrecords;
+  Tick base_ticks;
+};
+
+struct LogFile {
+  std::string path;
+  int fd = -1;
+  FileHeader header{};
+  uint64_t file_size = 0;
+};
+
+struct Stream {
+  uint32_t file = 0;    // index into LogSet::files()
+  uint32_t serial = 0;  // 0: the process stream
+  uint32_t tid = 0;
+  std::vector<ChunkRef> chunks;  // by seq
+  uint64_t nrecords = 0;
+  bool seq_gap = false;  // a chunk is missing (lost data)
+  // Pre-pass: the stream's first record.
+  Tick first_ts = 0;
+  bool has_thread_start = false;  // first record is kThreadStart
+  ThreadStartFields start{};
+};
+
+struct ReadOptions {
+  bool strict = true;
+};
+
+class LogSet {
+ public:
+  LogSet() = default;
+  LogSet(const LogSet&) = delete;
+  LogSet& operator=(const LogSet&) = delete;
+  ~LogSet();
+
+  Status Open(std::span<const std::string> paths, const ReadOptions& opts);
+
+  const std::vector<LogFile>& files() const { return files_; }
+  const std::vector<Stream>& streams() const { return streams_; }
+  uint64_t total_records() const { return total_records_; }
+  uint64_t total_chunks() const { return total_chunks_; }
+  // Lenient mode: what was skipped, one line each.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  bool strict() const { return strict_; }
+
+ private:
+  Status IndexFile(uint32_t index);
+  Status Damage(const LogFile& f, uint64_t offset, const std::string& what);
+
+  std::vector<LogFile> files_;
+  std::vector<Stream> streams_;
+  std::vector<std::string> warnings_;
+  uint64_t total_records_ = 0;
+  uint64_t total_chunks_ = 0;
+  bool strict_ = true;
+};
+
+// Reads the records of one stream in order. Holds at most one window of the
+// current chunk (16 KiB unless a single record is larger).
+class StreamCursor {
+ public:
+  StreamCursor(const LogSet& set, uint32_t stream);
+
+  // Decodes the next record into *r. Returns false at the end of the stream
+  // or on damage; status() tells which.
+  bool Next(Record* r);
+  const Status& status() const { return status_; }
+  // Releases the window (called when the stream ends).
+  void Release();
+
+ private:
+  bool LoadChunk(size_t index);
+  bool Refill();
+  bool Fail(const std::string& what);
+
+  const LogSet& set_;
+  const Stream& stream_;
+  const LogFile& file_;
+  std::vector<uint8_t> buf_;
+  size_t chunk_ = 0;        // index into stream_.chunks of the loaded chunk
+  bool loaded_ = false;
+  uint64_t chunk_pos_ = 0;  // payload bytes of the chunk already in buf_ (consumed + window)
+  size_t win_begin_ = 0;    // next undecoded byte in buf_
+  size_t win_end_ = 0;
+  uint32_t records_left_ = 0;
+  Tick last_raw_ = 0;       // previous record's unclamped time (delta base)
+  Tick floor_ = 0;          // clamp: records never go below this
+  Status status_;
+};
+
+}  // namespace gotrace::log

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/stack_table.cc - log stacks to symbolized trace stacks ----===//
+#include "encoder/stack_table.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace gotrace {
+namespace {
+
+std::string Key(uint32_t file, uint64_t a, uint64_t b, uint64_t c) {
+  std::string k(sizeof file + 3 * sizeof a, '\0');
+  char* p = k.data();
+  std::memcpy(p, &file, sizeof file);
+  std::memcpy(p + 4, &a, 8);
+  std::memcpy(p + 12, &b, 8);
+  std::memcpy(p + 20, &c, 8);
+  return k;
+}
+
+}  // namespace
+
+void StackTable::Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs) {
+  if (log_id == 0) return;
+  files_[file].defs.try_emplace(log_id, Def{epoch, std::move(pcs)});
+}
+
+uint32_t StackTable::NewRef(uint32_t file, uint64_t log_id) {
+  used_.push_back(Used{file, false, log_id, 0, nullptr});
+  return static_cast<uint32_t>(used_.size());
+}
+
+uint64_t StackTable::RefSlow(uint32_t file, uint64_t log_id) {
+  auto [it, inserted] = files_[file].overflow.try_emplace(log_id, 0);
+  if (inserted) it->second = NewRef(file, log_id);
+  return it->second;
+}
+
+uint64_t StackTable::StartStack(uint32_t file, uint64_t start_pc, uint64_t creator_stack,
+                                const char* fallback) {
+  const std::string key =
+      Key(file, start_pc, start_pc ? creator_stack : 0, reinterpret_cast<uintptr_t>(fallback));
+  auto [it, inserted] = start_ids_.try_emplace(key, 0);
+  if (inserted) {
+    used_.push_back(Used{file, true, creator_stack, start_pc, fallback});
+    it->second = static_cast<uint32_t>(used_.size());
+  }
+  return it->second;
+}
+
+const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
+                                               uint32_t epoch, uint64_t pc, bool return_address,
+                                               bool physical_only, StackStats* stats) {
+  const std::string key = Key(file, epoch, pc, (return_address ? 1 : 0) | (physical_only ? 2 : 0));
+  auto [it, inserted] = expanded_.try_emplace(key);
+  if (!inserted) return it->second.frames;
+
+  std::vector<SymFrame> sf;
+  const uint64_t addr = return_address && pc > 0 ? pc - 1 : pc;
+  if (sym != nullptr) sym->Symbolize(addr, epoch, &sf);
+  if (sf.empty()) {
+    char name[32];
+    std::snprintf(name, sizeof name, "0x%" PRIx64, addr);
+    sf.push_back(SymFrame{name, "", 0});
+    ++stats->unknown_pcs;
+  }
+  if (physical_only) sf.erase(sf.begin(), sf.end() - 1);
+
+  std::vector<GoFrame>& out = it->second.frames;
+  out.reserve(sf.size());
+  for (size_t i = 0; i < sf.size(); ++i) {
+    GoFrame f;
+    f.func = w->String(sf[i].func.empty() ? std::string("?") : sf[i].func);
+    f.file = w->String(sf[i].file.empty() ? std::string("?") : sf[i].file);
+    f.line = sf[i].line;
+    const FrameKey fk{f.func, f.file, f.line};
+    f.pc = 0;
+    if (i + 1 == sf.size() && pc != 0 && pc < (uint64_t{1} << 47)) {
+      auto [owner, fresh] = pc_owner_.try_emplace(pc, fk);
+      if (fresh || owner->second == fk) f.pc = pc;
+    }
+    if (f.pc == 0) f.pc = next_synthetic_pc_++;
+    out.push_back(f);
+  }
+  return out;
+}
+
+void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms,
+                          StackStats* stats) {
+  std::vector<GoFrame> frames;
+  for (size_t i = 0; i < used_.size(); ++i) {
+    const Used& u = used_[i];
+    Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
+    const auto& defs = files_[u.file].defs;
+    frames.clear();
+    if (u.start) {
+      uint32_t epoch = 0;
+      if (auto d = defs.find(u.log_id); d != defs.end()) epoch = d->second.epoch;
+      if (u.start_pc != 0) {
+        // The runtime's convention: a start stack's PC is entry + 1, so that
+        // the pc - 1 lookup every frame gets lands on the entry.
+        const auto& f = Expand(w, sym, u.file, epoch, u.start_pc + 1, true, true, stats);
+        frames.insert(frames.end(), f.begin(), f.end());
+      } else {
+        // Unknown start routine: a named frame with a PC of its own (the
+        // goroutine list groups by the start PC, which must not be 0).
+        GoFrame f{next_synthetic_pc_++, w->String(u.fallback), w->String("?"), 0};
+        frames.push_back(f);
+      }
+    } else {
+      auto d = defs.find(u.log_id);
+      if (d == defs.end()) {
+        ++stats->undefined;  // the parser treats it as an empty stack
+        continue;
+      }
+      for (uint64_t pc : d->second.pcs) {
+        const auto& f = Expand(w, sym, u.file, d->second.epoch, pc, true, false, stats);
+        frames.insert(frames.end(), f.begin(), f.end());
+      }
+      if (frames.empty()) continue;
+    }
+    const size_t kept = w->Stack(i + 1, frames);
+    if (kept < frames.size()) ++stats->truncated;
+    ++stats->stacks;
+    stats->frames += kept;
+  }
+}
+
+}  // namespace gotrace

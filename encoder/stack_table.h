@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/stack_table.h - log stacks to symbolized trace stacks -----===//
+//
+// During the replay, events refer to stacks by the log's ids; Ref() turns
+// them into dense trace stack ids on first use (an array lookup). At the end,
+// WriteAll() symbolizes each used stack once, expanding inlined frames, and
+// gives every distinct (function, file, line) frame its own PC: pprof merges
+// locations by PC, so two frames sharing one would lose a name. Physical
+// frames keep their real return address when it is not already taken by a
+// different frame; inlined frames get synthetic PCs above the user address
+// space (>= 2^47), which never collide with real ones.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "encoder/go_trace_writer.h"
+#include "encoder/symbolizer.h"
+
+namespace gotrace {
+
+struct StackStats {
+  uint64_t stacks = 0;          // Stack records written
+  uint64_t frames = 0;          // frames written
+  uint64_t undefined = 0;       // referenced log stacks never defined in the log
+  uint64_t unknown_pcs = 0;     // PCs the symbolizer could not name
+  uint64_t truncated = 0;       // stacks cut to the format's limits
+};
+
+class StackTable {
+ public:
+  explicit StackTable(size_t nfiles) : files_(nfiles) {}
+
+  // A kStackDef record. Redefinitions of an id are ignored.
+  void Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs);
+
+  // Trace stack id for a log stack id; 0 stays 0.
+  uint64_t Ref(uint32_t file, uint64_t log_id) {
+    if (log_id == 0) return 0;
+    FileStacks& f = files_[file];
+    if (log_id < kDirect) {
+      if (log_id >= f.direct.size()) f.direct.resize(std::max<size_t>(log_id + 1, f.direct.size() * 2), 0);
+      uint32_t& slot = f.direct[log_id];
+      if (slot == 0) slot = NewRef(file, log_id);
+      return slot;
+    }
+    return RefSlow(file, log_id);
+  }
+
+  // Trace stack id of the one-frame start stack of a thread whose start
+  // routine is start_pc (0: unknown, named `fallback`). `creator_stack` is the
+  // log stack of the creation, whose epoch locates start_pc (0: epoch 0).
+  uint64_t StartStack(uint32_t file, uint64_t start_pc, uint64_t creator_stack,
+                      const char* fallback);
+
+  // Symbolizes and writes every referenced stack. syms[file] may be null.
+  void WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms, StackStats* stats);
+
+ private:
+  static constexpr uint64_t kDirect = 1u << 22;
+  struct Def {
+    uint32_t epoch;
+    std::vector<uint64_t> pcs;
+  };
+  struct FileStacks {
+    std::vector<uint32_t> direct;                      // log id -> trace id
+    std::unordered_map<uint64_t, uint32_t> overflow;   // for huge log ids
+    std::unordered_map<uint64_t, Def> defs;
+  };
+  struct Used {
+    uint32_t file;
+    bool start;            // start stack rather than a log stack
+    uint64_t log_id;       // log stack, or for start stacks the creator's log stack
+    uint64_t start_pc;
+    const char* fallback;
+  };
+  struct FrameKey {
+    uint64_t func, file, line;
+    bool operator==(const FrameKey&) const = default;
+  };
+  struct Expanded {
+    std::vector<GoFrame> frames;
+  };
+
+  uint32_t NewRef(uint32_t file, uint64_t log_id);
+  uint64_t RefSlow(uint32_t file, uint64_t log_id);
+  const std::vector<GoFrame>& Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
+                                     uint32_t epoch, uint64_t pc, bool return_address,
+                                     bool physical_only, StackStats* stats);
+
+  std::vector<FileStacks> files_;
+  std::vector<Used> used_;  // index = trace id - 1
+  std::unordered_map<std::string, uint32_t> start_ids_;
+  // Symbolization caches (WriteAll only).
+  std::unordered_map<std::string, Expanded> expanded_;
+  std::unordered_map<uint64_t, FrameKey> pc_owner_;
+  uint64_t next_synthetic_pc_ = uint64_t{1} << 47;
+};
+
+}  // namespace gotrace

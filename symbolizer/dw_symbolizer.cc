@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- symbolizer/dw_symbolizer.cc - PC to function/file/line with libdw -===//
+//
+// One Dwfl per distinct (file, load bias): the module map of a process can
+// reuse an address range across epochs, and a Dwfl cannot hold overlapping
+// modules. Each module is opened on first use and caches its answers per
+// address. Within a compile unit the outermost code DIEs (subprograms, also
+// those nested in namespaces and classes) are indexed by address once, so a
+// lookup is a binary search plus a short descent through the function's
+// lexical blocks and inlined subroutines.
+//===----------------------------------------------------------------------===//
+#include "symbolizer/dw_symbolizer.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+namespace gotrace {
+namespace {
+
+constexpr uint32_t kNever = UINT32_MAX;
+constexpr int kMaxDepth = 64;
+
+const Dwfl_Callbacks kCallbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = nullptr,
+};
+
+std::string Demangle(const char* name) {
+  if (name == nullptr) return std::string();
+  if (name[0] == '_' && name[1] == 'Z') {
+    int status = -1;
+    char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    if (d != nullptr) {
+      std::string s = status == 0 ? std::string(d) : std::string(name);
+      std::free(d);
+      return s;
+    }
+  }
+  return name;
+}
+
+// `file` as DWARF gives it, made absolute with the compilation directory.
+std::string JoinDir(const std::string& dir, const char* file) {
+  if (file == nullptr) return std::string();
+  if (file[0] == '/' || dir.empty()) return file;
+  std::string s = dir;
+  if (s.back() != '/') s += '/';
+  s += file;
+  return s;
+}
+
+std::string CompDir(Dwarf_Die* cu) {
+  Dwarf_Attribute attr;
+  const char* dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
+  return dir != nullptr ? std::string(dir) : std::string();
+}
+
+// The name of a subprogram or inlined subroutine: the demangled linkage name
+// if there is one (it is qualified), else DW_AT_name, following
+// DW_AT_abstract_origin and DW_AT_specification.
+std::string DieName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  if (name == nullptr) {
+    name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+  }
+  if (name != nullptr) return Demangle(name);
+  name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+  return name != nullptr ? std::string(name) : std::string();
+}
+
+// The call site of an inlined subroutine: DW_AT_call_file/DW_AT_call_line.
+void CallSite(Dwarf_Die* inlined, std::string* file, uint32_t* line) {
+  file->clear();
+  *line = 0;
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &value) == 0) {
+    *line = static_cast<uint32_t>(value);
+  }
+  if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) != 0) return;
+  Dwarf_Die cu;
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (dwarf_diecu(inlined, &cu, nullptr, nullptr) == nullptr ||
+      dwarf_getsrcfiles(&cu, &files, &nfiles) != 0 || value >= nfiles) {
+    return;
+  }
+  *file = JoinDir(CompDir(&cu), dwarf_filesrc(files, value, nullptr, nullptr));
+}
+
+// The file name of a path; "?" if it has none.
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash + 1 == path.size()) return std::string(1, '?');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool IsBlock(int tag) {
+  return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+         tag == DW_TAG_try_block || tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt;
+}
+
+// Appends to *path the chain of blocks and inlined subroutines under `die`
+// that contain pc, outermost first. A lexical block without addresses is
+// looked through.
+bool Descend(Dwarf_Die* die, Dwarf_Addr pc, std::vector<Dwarf_Die>* path, int depth) {
+  Dwarf_Die child;
+  if (depth > kMaxDepth || dwarf_child(die, &child) != 0) return false;
+  do {
+    const int tag = dwarf_tag(&child);
+    if (!IsBlock(tag)) continue;
+    if (dwarf_haspc(&child, pc) > 0) {
+      path->push_back(child);
+      Descend(&child, pc, path, depth + 1);
+      return true;
+    }
+    if (tag == DW_TAG_lexical_block && !dwarf_hasattr(&child, DW_AT_low_pc) &&
+        !dwarf_hasattr(&child, DW_AT_ranges) && Descend(&child, pc, path, depth + 1)) {
+      return true;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+// The code ranges of one compile unit's functions, sorted by start.
+class CuIndex {
+ public:
+  explicit CuIndex(Dwarf_Die* cu) : comp_dir_(CompDir(cu)) {
+    Collect(cu, 0);
+    std::sort(ranges_.begin(), ranges_.end(),
+              [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    max_hi_.resize(ranges_.size());
+    Dwarf_Addr hi = 0;
+    for (size_t i = 0; i < ranges_.size(); ++i) max_hi_[i] = hi = std::max(hi, ranges_[i].hi);
+  }
+
+  // The innermost indexed function whose ranges contain pc.
+  const Dwarf_Die* Find(Dwarf_Addr pc) const {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), pc,
+                               [](Dwarf_Addr a, const Range& r) { return a < r.lo; });
+    for (size_t i = static_cast<size_t>(it - ranges_.begin()); i-- > 0 && max_hi_[i] > pc;) {
+      if (pc < ranges_[i].hi) return &ranges_[i].die;
+    }
+    return nullptr;
+  }
+
+  const std::string& comp_dir() const { return comp_dir_; }
+
+ private:
+  struct Range {
+    Dwarf_Addr lo, hi;
+    Dwarf_Die die;
+  };
+
+  void Collect(Dwarf_Die* parent, int depth) {
+    Dwarf_Die child;
+    if (depth > kMaxDepth || dwarf_child(parent, &child) != 0) return;
+    do {
+      switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram: {
+          Dwarf_Addr base, lo, hi;
+          ptrdiff_t off = 0;
+          while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+            if (lo < hi) ranges_.push_back(Range{lo, hi, child});
+          }
+          Collect(&child, depth + 1);  // nested functions, local classes
+          break;
+        }
+        case DW_TAG_namespace:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type:
+        case DW_TAG_interface_type:
+        case DW_TAG_module:
+          Collect(&child, depth + 1);
+          break;
+        case DW_TAG_imported_unit: {
+          Dwarf_Attribute attr;
+          Dwarf_Die unit;
+          if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit) != nullptr) {
+            Collect(&unit, depth + 1);
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  std::string comp_dir_;
+  std::vector<Range> ranges_;
+  std::vector<Dwarf_Addr> max_hi_;
+};
+
+// A module's ELF symbol table (.symtab, else .dynsym, as libdwfl finds it),
+// code symbols sorted by address. dwfl_module_addrinfo scans the whole table
+// on every call, which is too slow for large libraries without debug info.
+class SymbolIndex {
+ public:
+  explicit SymbolIndex(Dwfl_Module* mod) {
+    const int n = dwfl_module_getsymtab(mod);
+    for (int i = 1; i < n; ++i) {
+      GElf_Sym sym;
+      GElf_Addr value = 0;
+      GElf_Word shndx = 0;
+      const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, nullptr, nullptr);
+      if (name == nullptr || name[0] == '\0' || name[0] == '$' || shndx == SHN_UNDEF ||
+          shndx == SHN_ABS) {
+        continue;
+      }
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
+      const int bind = GELF_ST_BIND(sym.st_info);
+      const int rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
+      syms_.push_back(Sym{value, value + sym.st_size, name, sym.st_size != 0, rank});
+    }
+    // Preferred last among equal starts: Find walks backwards.
+    std::stable_sort(syms_.begin(), syms_.end(), [](const Sym& a, const Sym& b) {
+      if (a.lo != b.lo) return a.lo < b.lo;
+      if (a.sized != b.sized) return b.sized;
+      return a.rank < b.rank;
+    });
+    SizeUnsized(mod);
+    max_hi_.resize(syms_.size());
+    GElf_Addr hi = 0;
+    for (size_t i = 0; i < syms_.size(); ++i) max_hi_[i] = hi = std::max(hi, syms_[i].hi);
+  }
+
+  // The name of the innermost symbol containing addr; nullptr if none.
+  const char* Find(GElf_Addr addr) const {
+    auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
+                               [](GElf_Addr a, const Sym& s) { return a < s.lo; });
+    for (size_t i = static_cast<size_t>(it - syms_.begin()); i-- > 0 && max_hi_[i] > addr;) {
+      if (addr < syms_[i].hi) return syms_[i].name;
+    }
+    return nullptr;
+  }
+
+ private:
+  struct Sym {
+    GElf_Addr lo, hi;
+    const char* name;
+    bool sized;
+    int rank;  // binding: global 2, weak 1, local 0
+  };
+
+  // A symbol without a size (assembly labels) extends to the next symbol, at
+  // most to the end of its section.
+  void SizeUnsized(Dwfl_Module* mod) {
+    std::vector<std::pair<GElf_Addr, GElf_Addr>> sections;
+    GElf_Addr bias = 0;
+    if (Elf* elf = dwfl_module_getelf(mod, &bias); elf != nullptr) {
+      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) == nullptr || !(shdr.sh_flags & SHF_ALLOC)) continue;
+        sections.emplace_back(shdr.sh_addr + bias, shdr.sh_addr + bias + shdr.sh_size);
+      }
+    }
+    for (size_t i = 0; i < syms_.size(); ++i) {
+      Sym& s = syms_[i];
+      if (s.sized) continue;
+      s.hi = s.lo;
+      for (const auto& [lo, hi] : sections) {
+        if (lo <= s.lo && s.lo < hi) s.hi = hi;
+      }
+      for (size_t j = i + 1; j < syms_.size(); ++j) {
+        if (syms_[j].lo > s.lo) {
+          s.hi = std::min(s.hi, syms_[j].lo);
+          break;
+        }
+      }
+    }
+  }
+
+  std::vector<Sym> syms_;
+  std::vector<GElf_Addr> max_hi_;
+};
+
+// One ELF file at one load bias, with its own Dwfl.
+class Module {
+ public:
+  Module(std::string path, uint64_t bias)
+      : path_(std::move(path)), base_(Basename(path_)), bias_(bias) {}
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  ~Module() {
+    if (dwfl_ != nullptr) dwfl_end(dwfl_);
+  }
+
+  void Symbolize(uint64_t addr, std::vector<SymFrame>* out) {
+    auto [it, inserted] = cache_.try_emplace(addr);
+    if (inserted) Resolve(addr, &it->second);
+    out->insert(out->end(), it->second.begin(), it->second.end());
+  }
+
+ private:
+  bool Open() {
+    if (opened_) return mod_ != nullptr;
+    opened_ = true;
+    struct stat st;
+    if (path_.empty() || stat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    dwfl_ = dwfl_begin(&kCallbacks);
+    if (dwfl_ == nullptr) return false;
+    dwfl_report_begin(dwfl_);
+    mod_ = dwfl_report_elf(dwfl_, base_.c_str(), path_.c_str(), -1, bias_, true);
+    dwfl_report_end(dwfl_, nullptr, nullptr);
+    return mod_ != nullptr;
+  }
+
+  void Resolve(uint64_t addr, std::vector<SymFrame>* frames) {
+    if (!Open()) {
+      frames->push_back(OffsetFrame(addr));
+      return;
+    }
+    std::string file;
+    uint32_t line = 0;
+    Dwarf_Addr dwbias = 0;
+    Dwarf_Die* cudie = dwfl_module_addrdie(mod_, addr, &dwbias);
+    if (cudie != nullptr) {
+      const Dwarf_Addr pc = addr - dwbias;
+      const CuIndex& index = Index(cudie);
+      if (Dwarf_Line* l = dwarf_getsrc_die(cudie, pc); l != nullptr) {
+        int lineno = 0;
+        if (dwarf_lineno(l, &lineno) == 0 && lineno > 0) line = static_cast<uint32_t>(lineno);
+        file = JoinDir(index.comp_dir(), dwarf_linesrc(l, nullptr, nullptr));
+      }
+      if (const Dwarf_Die* fn = index.Find(pc); fn != nullptr) {
+        std::vector<Dwarf_Die> path{*fn};
+        Descend(&path[0], pc, &path, 0);
+        for (size_t i = path.size(); i-- > 0;) {
+          const int tag = dwarf_tag(&path[i]);
+          if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+          frames->push_back(SymFrame{DieName(&path[i]), file, line});
+          if (tag == DW_TAG_inlined_subroutine) CallSite(&path[i], &file, &line);
+        }
+        if (frames->back().func.empty()) frames->back().func = SymbolName(addr);
+        if (frames->back().func.empty()) frames->back().func = OffsetFrame(addr).func;
+        return;
+      }
+    }
+    // No function in the debug info: the ELF symbol table, with the line
+    // table's answer if there was one.
+    std::string name = SymbolName(addr);
+    if (name.empty()) {
+      frames->push_back(OffsetFrame(addr));
+      return;
+    }
+    frames->push_back(SymFrame{std::move(name), std::move(file), line});
+  }
+
+  std::string SymbolName(uint64_t addr) {
+    if (symbols_ == nullptr) symbols_ = std::make_unique<SymbolIndex>(mod_);
+    return Demangle(symbols_->Find(addr));
+  }
+
+  SymFrame OffsetFrame(uint64_t addr) const {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "+0x%" PRIx64, addr - bias_);
+    return SymFrame{base_ + hex, std::string(), 0};
+  }
+
+  const CuIndex& Index(Dwarf_Die* cudie) {
+    auto it = cus_.find(cudie->addr);
+    if (it == cus_.end()) it = cus_.try_emplace(cudie->addr, cudie).first;
+    return it->second;
+  }
+
+  std::string path_;
+  std::string base_;
+  uint64_t bias_;
+  bool opened_ = false;
+  Dwfl* dwfl_ = nullptr;
+  Dwfl_Module* mod_ = nullptr;
+  std::unordered_map<uint64_t, std::vector<SymFrame>> cache_;
+  std::unordered_map<const void*, CuIndex> cus_;
+  std::unique_ptr<SymbolIndex> symbols_;
+};
+
+class DwSymbolizer final : public Symbolizer {
+ public:
+  void ModuleLoaded(const log::ModuleLoadFields& f) override {
+    if (f.lo >= f.hi) return;
+    auto [it, inserted] = modules_.try_emplace(std::make_pair(f.path, f.bias));
+    if (inserted) it->second = std::make_unique<Module>(f.path, f.bias);
+    maps_.push_back(Mapping{f.epoch, kNever, f.lo, f.hi, it->second.get()});
+    sorted_ = false;
+  }
+
+  void ModuleUnloaded(const log::ModuleUnloadFields& f) override {
+    for (Mapping& m : maps_) {
+      if (m.unload_epoch == kNever && m.lo < f.hi && f.lo < m.hi) m.unload_epoch = f.epoch;
+    }
+  }
+
+  void Symbolize(uint64_t addr, uint32_t epoch, std::vector<SymFrame>* out) override {
+    if (const Mapping* m = Find(addr, epoch); m != nullptr) m->module->Symbolize(addr, out);
+  }
+
+ private:
+  struct Mapping {
+    uint32_t load_epoch;
+    uint32_t unload_epoch;  // kNever while mapped
+    uint64_t lo, hi;
+    Module* module;
+  };
+
+  // The mapping at addr in `epoch`; of several, the latest load (by epoch,
+  // then by log order).
+  const Mapping* Find(uint64_t addr, uint32_t epoch) {
+    if (!sorted_) Sort();
+    auto it = std::upper_bound(order_.begin(), order_.end(), addr,
+                               [this](uint64_t a, uint32_t i) { return a < maps_[i].lo; });
+    const Mapping* best = nullptr;
+    uint32_t best_index = 0;
+    for (size_t k = static_cast<size_t>(it - order_.begin()); k-- > 0 && max_hi_[k] > addr;) {
+      const uint32_t i = order_[k];
+      const Mapping& m = maps_[i];
+      if (addr >= m.hi || m.load_epoch > epoch || m.unload_epoch <= epoch) continue;
+      if (best == nullptr || m.load_epoch > best->load_epoch ||
+          (m.load_epoch == best->load_epoch && i > best_index)) {
+        best = &m;
+        best_index = i;
+      }
+    }
+    return best;
+  }
+
+  void Sort() {
+    order_.resize(maps_.size());
+    for (size_t i = 0; i < maps_.size(); ++i) order_[i] = static_cast<uint32_t>(i);
+    std::stable_sort(order_.begin(), order_.end(),
+                     [this](uint32_t a, uint32_t b) { return maps_[a].lo < maps_[b].lo; });
+    max_hi_.resize(order_.size());
+    uint64_t hi = 0;
+    for (size_t k = 0; k < order_.size(); ++k) max_hi_[k] = hi = std::max(hi, maps_[order_[k]].hi);
+    sorted_ = true;
+  }
+
+  std::map<std::pair<std::string, uint64_t>, std::unique_ptr<Module>> modules_;
+  std::vector<Mapping> maps_;  // log order
+  // maps_ indices by lo, and the running maximum of hi in that order.
+  std::vector<uint32_t> order_;
+  std::vector<uint64_t> max_hi_;
+  bool sorted_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<Symbolizer> MakeDwSymbolizer() { return std::make_unique<DwSymbolizer>(); }
+
+SymbolizerFactory DefaultSymbolizerFactory() {
+  return [](const log::LogFile&) -> std::unique_ptr<Symbolizer> { return MakeDwSymbolizer(); };
+}
+
+}  // namespace gotrace

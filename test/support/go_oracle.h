@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/support/go_oracle.h - Go 1.19's own tools as the trace oracle -===//
+//
+// Runs `go tool trace` (-d, -pprof, web mode) and `go tool pprof` on a trace
+// file and returns what they said, so tests can check gotrace's output against
+// the real parser rather than against our own reading of the format
+// (GO_TRACE_FORMAT.md §2.11, §6 item 9; STYLE.md G9, H33).
+//
+// Test-only code: it spawns processes, allocates and blocks. Every tool run
+// has a 60 s timeout after which its process group is killed.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gotrace::testing {
+
+// One line of `go tool trace -d` output:
+//   <ns> <Name> p=<P> g=<G> off=<off> <arg>=<val>... <sarg>=<text>...
+// (internal/trace/parser.go, func (ev *Event) String).
+struct GoEvent {
+  int64_t ts = 0;    // ns since the first event, as printed (GoSysExit already re-timed)
+  std::string name;  // e.g. "GoStart", "GoUnblock"
+  int64_t p = 0;     // P, including the fake ones (1000003 = SyscallP, 1000004 = GCP, ...)
+  uint64_t g = 0;    // goroutine the event is attributed to
+  uint64_t off = 0;  // byte offset of the record in the file
+  // The numeric arguments after off=, e.g. {"g",5},{"seq",2},{"stack",3}. String arguments
+  // (label=, name=, category=, message=) are not here: parsing stops at the first value that is
+  // not a number, because string values may contain spaces and '='.
+  std::map<std::string, uint64_t> args;
+  std::string text;  // the whole printed line (continuation lines of multi-line strings appended)
+};
+
+struct ParsedTrace {
+  bool ok = false;
+  std::string error;  // the parser's error (stderr, trimmed) when !ok
+  std::vector<GoEvent> events;
+
+  size_t Count(std::string_view name) const;  // events with that name
+  std::vector<const GoEvent*> Find(std::string_view name) const;
+};
+
+// `go tool trace -d FILE`.
+ParsedTrace ParseWithGo(const std::string& trace_path);
+
+// The web-mode check (GO_TRACE_FORMAT.md Appendix A and §6 item 9). Starts
+// `go tool trace -http=127.0.0.1:0 FILE`, waits for "Trace viewer is listening on http://…", then
+// GETs /, /goroutines, /goroutine?id=<first group on /goroutines>, /jsontrace, /block?raw=1,
+// /usertasks, /userregions, /mmu and /mmuPlot and requires HTTP 200 with a non-empty body for
+// each. Returns "" if all pass. Otherwise returns a first line naming the failing page (or saying
+// that the server exited before listening) followed by an excerpt of the server's stderr:
+// handler panics close the connection without a response, startup crashes exit before listening.
+std::string WebCheck(const std::string& trace_path);
+
+struct PprofResult {
+  bool ok = false;
+  std::string error;
+  std::string traces;  // `go tool pprof -traces PROFILE` output (samples with their frames)
+  std::string raw;     // `go tool pprof -raw PROFILE` output (locations with file:line)
+};
+
+// `go tool trace -pprof=KIND FILE > tmp`, then `go tool pprof -traces` and `-raw` on tmp.
+// kind: sync | syscall | net | sched; "io" is accepted as a synonym of "net" (Go 1.19's CLI has
+// no -pprof=io; its web page /io serves the same profile as -pprof=net).
+PprofResult Pprof(const std::string& trace_path, const std::string& kind);
+
+// $GOTRACE_GO if set and non-empty, else the compile definition GOTRACE_GO_BINARY.
+std::string GoBinary();
+
+// ParseWithGo, then WebCheck. Returns "" or the first problem.
+std::string ValidateTrace(const std::string& trace_path);
+
+}  // namespace gotrace::testing

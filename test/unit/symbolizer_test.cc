@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/unit/symbolizer_test.cc - the libdw symbolizer ---------------===//
+//
+// The fixtures (test/symbolizer/) are dlopen'ed; the addresses symbolized are
+// return addresses the fixture code captured, minus one, as the encoder asks.
+// Each fixture call also reports the source lines of the calls that led to
+// the captured address, which the frames must carry.
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "symbolizer/dw_symbolizer.h"
+#include "test/symbolizer/fixture.h"
+
+namespace gotrace {
+namespace {
+
+const std::string kFixtureSource = std::string(GT_SYMFIX_SOURCE_DIR) + "/fixture_a.cc";
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+// A loaded object as the tracer would report it.
+struct Object {
+  std::string path;
+  uint64_t bias = 0;
+  uint64_t lo = 0, hi = 0;            // all PT_LOAD segments
+  uint64_t text_lo = 0, text_hi = 0;  // the executable segment(s)
+};
+
+void FillSegments(const dl_phdr_info* info, Object* o) {
+  o->bias = info->dlpi_addr;
+  o->lo = o->text_lo = UINT64_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    const uint64_t hi = lo + ph.p_memsz;
+    o->lo = std::min(o->lo, lo);
+    o->hi = std::max(o->hi, hi);
+    if (ph.p_flags & PF_X) {
+      o->text_lo = std::min(o->text_lo, lo);
+      o->text_hi = std::max(o->text_hi, hi);
+    }
+  }
+}
+
+// Every loaded object with a file name (not the executable, not the vDSO).
+std::vector<Object> LoadedObjects() {
+  std::vector<Object> out;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] != '/') return 0;
+        Object o;
+        o.path = info->dlpi_name;
+        FillSegments(info, &o);
+        if (o.text_lo < o.text_hi) static_cast<std::vector<Object>*>(arg)->push_back(o);
+        return 0;
+      },
+      &out);
+  return out;
+}
+
+// A fixture library, dlopen'ed (and left loaded: the tests share it).
+struct Fixture {
+  Object obj;
+  void* handle = nullptr;
+
+  template <typename T>
+  T Sym(const char* name) const {
+    void* p = dlsym(handle, name);
+    INFO(name << ": " << (p == nullptr ? dlerror() : "found"));
+    REQUIRE(p != nullptr);
+    return reinterpret_cast<T>(p);
+  }
+};
+
+Fixture Load(const char* path) {
+  // libdwfl would ask a debuginfod server about the stripped fixtures.
+  unsetenv("DEBUGINFOD_URLS");
+  Fixture f;
+  f.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  INFO(path << ": " << (f.handle == nullptr ? dlerror() : "loaded"));
+  REQUIRE(f.handle != nullptr);
+  link_map* lm = nullptr;
+  REQUIRE(dlinfo(f.handle, RTLD_DI_LINKMAP, &lm) == 0);
+  bool found = false;
+  for (const Object& o : LoadedObjects()) {
+    if (o.bias == lm->l_addr && o.path == lm->l_name) {
+      f.obj = o;
+      found = true;
+    }
+  }
+  REQUIRE(found);
+  f.obj.path = path;
+  REQUIRE(f.obj.lo < f.obj.hi);
+  return f;
+}
+
+log::ModuleLoadFields LoadOf(const Object& o, uint32_t epoch) {
+  return log::ModuleLoadFields{epoch, o.bias, o.lo, o.hi, o.path};
+}
+
+// Runs fixture_a's inlined path; returns what it captured.
+GtFixResult RunInlined(const Fixture& f) {
+  f.Sym<GtFixRunFn>("gt_fix_run")(5);
+  return *f.Sym<const GtFixResult*>("gt_fix_result");
+}
+
+GtFixResult RunNamed(const Fixture& f, const char* fn) {
+  f.Sym<GtFixRunFn>(fn)(5);
+  return *f.Sym<const GtFixResult*>("gt_fix_result");
+}
+
+std::vector<SymFrame> Symbolize(Symbolizer* s, uint64_t addr, uint32_t epoch) {
+  std::vector<SymFrame> out;
+  s->Symbolize(addr, epoch, &out);
+  return out;
+}
+
+std::string Describe(const std::vector<SymFrame>& frames) {
+  std::string s;
+  for (const SymFrame& f : frames) {
+    s += f.func + " at " + f.file + ":" + std::to_string(f.line) + "\n";
+  }
+  return s;
+}
+
+// The full-debug-info expectation for fixture_a's captured pc.
+void CheckInlinedFrames(const std::vector<SymFrame>& frames, const GtFixResult& r) {
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 3);
+  CHECK_THAT(frames[0].func, Catch::Contains("Inner"));
+  CHECK_THAT(frames[1].func, Catch::Contains("Middle"));
+  CHECK(frames[2].func == "gt_fixture::Outer(int)");
+  for (int i = 0; i < 3; ++i) {
+    CHECK(Basename(frames[i].file) == "fixture_a.cc");
+    CHECK(frames[i].file == kFixtureSource);
+    CHECK(frames[i].line == static_cast<uint32_t>(r.lines[i]));
+  }
+}
+
+TEST_CASE("symbolizer: inlined frames, innermost first, with call-site lines", "[symbolizer]") {
+  const Fixture a = Load(GT_SYMFIX_A);
+  const GtFixResult r = RunInlined(a);
+  REQUIRE(r.lines[0] < r.lines[1]);  // Inner, Middle, Outer: in this order in the file
+  REQUIRE(r.lines[1] < r.lines[2]);
+  auto s = MakeDwSymbolizer();
+  s->ModuleLoaded(LoadOf(a.obj, 0));
+  CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+  // From the cache, the same again; at a later epoch too.
+  CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+  CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 7), r);
+}
+
+TEST_CASE("symbolizer: a function without inlining", "[symbolizer]") {
+  const Fixture a = Load(GT_SYMFIX_A);
+  auto s = MakeDwSymbolizer();
+  s->ModuleLoaded(LoadOf(a.obj, 0));
+
+  const GtFixResult r = RunNamed(a, "gt_fix_plain");
+  auto frames = Symbolize(s.get(), r.pc - 1, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].func == "gt_fix_plain");
+  CHECK(frames[0].file == kFixtureSource);
+  CHECK(frames[0].line == static_cast<uint32_t>(r.lines[0]));
+
+  // The entry point: the function's own line, a little above the call.
+  const uint64_t entry = reinterpret_cast<uintptr_t>(a.Sym<void*>("gt_fix_plain"));
+  frames = Symbolize(s.get(), entry, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].func == "gt_fix_plain");
+  CHECK(frames[0].file == kFixtureSource);
+  CHECK(frames[0].line > 0);
+  CHECK(frames[0].line < static_cast<uint32_t>(r.lines[0]));
+  CHECK(frames[0].line + 3 >= static_cast<uint32_t>(r.lines[0]));
+
+  // A C++ function of hidden visibility (only in .symtab and DWARF).
+  const GtFixResult h = RunNamed(a, "gt_fix_hidden");
+  frames = Symbolize(s.get(), h.pc - 1, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].func == "gt_fixture::Hidden(int)");
+  CHECK(frames[0].line == static_cast<uint32_t>(h.lines[0]));
+}
+
+TEST_CASE("symbolizer: debug info found through .gnu_debuglink", "[symbolizer]") {
+  const Fixture d = Load(GT_SYMFIX_DEBUGLINK);
+  const GtFixResult r = RunInlined(d);
+  auto s = MakeDwSymbolizer();
+  s->ModuleLoaded(LoadOf(d.obj, 0));
+  CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+}
+
+TEST_CASE("symbolizer: a stripped library falls back to .dynsym, then module+offset",
+          "[symbolizer]") {
+  const Fixture st = Load(GT_SYMFIX_STRIPPED);
+  auto s = MakeDwSymbolizer();
+  s->ModuleLoaded(LoadOf(st.obj, 0));
+
+  const GtFixResult r = RunInlined(st);
+  auto frames = Symbolize(s.get(), r.pc - 1, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].func == "gt_fixture::Outer(int)");
+  CHECK(frames[0].file.empty());
+  CHECK(frames[0].line == 0);
+
+  const GtFixResult h = RunNamed(st, "gt_fix_hidden");
+  frames = Symbolize(s.get(), h.pc - 1, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].func == "libgt_symfix_stripped.so+" + Hex(h.pc - 1 - st.obj.bias));
+  CHECK(frames[0].file.empty());
+  CHECK(frames[0].line == 0);
+}
+
+TEST_CASE("symbolizer: the module map follows epochs", "[symbolizer]") {
+  const Fixture a = Load(GT_SYMFIX_A);
+  const Fixture b = Load(GT_SYMFIX_B);
+  const GtFixResult ra = RunInlined(a);
+  b.Sym<GtFixRunFn>("gt_fixb_run")(3);
+  const GtFixResult rb = *b.Sym<const GtFixResult*>("gt_fixb_result");
+  const uint64_t pc = ra.pc - 1;
+  // fixture_b as if dlopen'ed where fixture_a was, its gt_fixb_func at pc.
+  Object b_at_a = b.obj;
+  b_at_a.bias = pc - (rb.pc - 1 - b.obj.bias);
+  b_at_a.lo = b.obj.lo - b.obj.bias + b_at_a.bias;
+  b_at_a.hi = b.obj.hi - b.obj.bias + b_at_a.bias;
+  REQUIRE(b_at_a.lo <= pc);
+  REQUIRE(pc < b_at_a.hi);
+
+  auto check_b = [&](const std::vector<SymFrame>& frames) {
+    INFO(Describe(frames));
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].func == "gt_fixb_func");
+    CHECK(Basename(frames[0].file) == "fixture_b.cc");
+    CHECK(frames[0].line == static_cast<uint32_t>(rb.lines[0]));
+  };
+
+  SECTION("dlclose, then another library at the same addresses") {
+    auto s = MakeDwSymbolizer();
+    s->ModuleLoaded(LoadOf(a.obj, 1));
+    s->ModuleUnloaded(log::ModuleUnloadFields{2, a.obj.lo, a.obj.hi});
+    s->ModuleLoaded(LoadOf(b_at_a, 2));
+    s->ModuleUnloaded(log::ModuleUnloadFields{3, b_at_a.lo, b_at_a.hi});
+
+    CHECK(Symbolize(s.get(), pc, 0).empty());  // before the first load
+    check_b(Symbolize(s.get(), pc, 2));
+    CheckInlinedFrames(Symbolize(s.get(), pc, 1), ra);
+    check_b(Symbolize(s.get(), pc, 2));
+    CHECK(Symbolize(s.get(), pc, 3).empty());  // after the last unload
+    CHECK(Symbolize(s.get(), pc, 100).empty());
+  }
+
+  SECTION("the latest load wins") {
+    auto s = MakeDwSymbolizer();
+    s->ModuleLoaded(LoadOf(a.obj, 1));
+    s->ModuleLoaded(LoadOf(b_at_a, 2));
+    CheckInlinedFrames(Symbolize(s.get(), pc, 1), ra);
+    check_b(Symbolize(s.get(), pc, 2));
+    check_b(Symbolize(s.get(), pc, 9));
+  }
+
+  SECTION("in one epoch, the later record wins") {
+    auto s = MakeDwSymbolizer();
+    s->ModuleLoaded(LoadOf(b_at_a, 4));
+    s->ModuleLoaded(LoadOf(a.obj, 4));
+    CheckInlinedFrames(Symbolize(s.get(), pc, 4), ra);
+    CHECK(Symbolize(s.get(), pc, 3).empty());
+  }
+
+  SECTION("an unload leaves other objects mapped") {
+    auto s = MakeDwSymbolizer();
+    s->ModuleLoaded(LoadOf(a.obj, 0));
+    s->ModuleLoaded(LoadOf(b.obj, 0));
+    s->ModuleUnloaded(log::ModuleUnloadFields{1, b.obj.lo, b.obj.hi});
+    CheckInlinedFrames(Symbolize(s.get(), pc, 1), ra);
+    CHECK(Symbolize(s.get(), rb.pc - 1, 1).empty());
+    check_b(Symbolize(s.get(), rb.pc - 1, 0));
+  }
+}
+
+TEST_CASE("symbolizer: unknown addresses append nothing", "[symbolizer]") {
+  const Fixture a = Load(GT_SYMFIX_A);
+  auto s = MakeDwSymbolizer();
+  std::vector<SymFrame> out;
+  s->Symbolize(a.obj.text_lo, 0, &out);  // no module yet
+  CHECK(out.empty());
+  s->ModuleLoaded(LoadOf(a.obj, 0));
+  s->Symbolize(0, 0, &out);
+  s->Symbolize(16, 0, &out);
+  s->Symbolize(a.obj.lo - 1, 0, &out);
+  s->Symbolize(a.obj.hi, 0, &out);
+  s->Symbolize(UINT64_MAX, 0, &out);
+  CHECK(out.empty());
+  // Appends: what was there stays.
+  out.push_back(SymFrame{"caller", "", 0});
+  s->Symbolize(RunInlined(a).pc - 1, 0, &out);
+  REQUIRE(out.size() == 4);
+  CHECK(out[0].func == "caller");
+}
+
+TEST_CASE("symbolizer: missing, unreadable and corrupt files give module+offset",
+          "[symbolizer]") {
+  char dir[] = "/tmp/gotrace-symbolizer-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string garbage = std::string(dir) + "/libgarbage.so";
+  const std::string truncated = std::string(dir) + "/libtruncated.so";
+  {
+    // An ELF magic followed by noise; and the first 300 bytes of a real ELF
+    // file (a valid header whose tables lie past the end).
+    std::string noise = "\x7f" "ELF\x02\x01\x01";
+    for (int i = 0; i < 4000; ++i) noise += static_cast<char>((i * 131 + 7) & 0xff);
+    FILE* f = std::fopen(garbage.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    std::fwrite(noise.data(), 1, noise.size(), f);
+    std::fclose(f);
+    FILE* in = std::fopen(GT_SYMFIX_A, "rb");
+    REQUIRE(in != nullptr);
+    char head[300];
+    const size_t n = std::fread(head, 1, sizeof head, in);
+    std::fclose(in);
+    f = std::fopen(truncated.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    std::fwrite(head, 1, n, f);
+    std::fclose(f);
+  }
+
+  const uint64_t bias = 0x7f1200000000;
+  auto s = MakeDwSymbolizer();
+  s->ModuleLoaded({0, bias, bias + 0x1000, bias + 0x9000, "/nonexistent/dir/libnope.so"});
+  s->ModuleLoaded({1, bias, bias + 0x1000, bias + 0x9000, garbage});
+  s->ModuleLoaded({2, bias, bias + 0x1000, bias + 0x9000, truncated});
+  s->ModuleLoaded({3, bias, bias + 0x1000, bias + 0x9000, dir});  // a directory
+  s->ModuleLoaded({4, bias, bias + 0x1000, bias + 0x9000, ""});
+  const std::string names[] = {"libnope.so", "libgarbage.so", "libtruncated.so", Basename(dir),
+                               "?"};
+  for (uint32_t epoch = 0; epoch < 5; ++epoch) {
+    const auto frames = Symbolize(s.get(), bias + 0x1234, epoch);
+    INFO("epoch " << epoch << ": " << Describe(frames));
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].func == names[epoch] + "+0x1234");
+    CHECK(frames[0].file.empty());
+    CHECK(frames[0].line == 0);
+  }
+  unlink(garbage.c_str());
+  unlink(truncated.c_str());
+  rmdir(dir);
+}
+
+TEST_CASE("symbolizer: the default factory makes a libdw symbolizer", "[symbolizer]") {
+  const Fixture a = Load(GT_SYMFIX_A);
+  const GtFixResult r = RunInlined(a);
+  SymbolizerFactory factory = DefaultSymbolizerFactory();
+  REQUIRE(factory);
+  auto s = factory(log::LogFile{});
+  REQUIRE(s != nullptr);
+  s->ModuleLoaded(LoadOf(a.obj, 0));
+  CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+}
+
+TEST_CASE("symbolizer: many PCs across many modules", "[symbolizer]") {
+  const Fixture a = Load(GT_SYMFIX_A);
+  auto s = MakeDwSymbolizer();
+  // fixture_a at 20 load addresses (20 Dwfls), then every other loaded
+  // library of this process as it is mapped.
+  std::vector<Object> objects;
+  for (uint64_t k = 1; k <= 20; ++k) {
+    Object o = a.obj;
+    const uint64_t shift = k << 40;
+    o.bias += shift;
+    o.lo += shift;
+    o.hi += shift;
+    o.text_lo += shift;
+    o.text_hi += shift;
+    objects.push_back(o);
+  }
+  for (const Object& o : LoadedObjects()) {
+    if (o.path.find("gt_symfix") == std::string::npos) objects.push_back(o);
+  }
+  for (const Object& o : objects) s->ModuleLoaded(LoadOf(o, 0));
+
+  std::vector<uint64_t> pcs;
+  for (const Object& o : objects) {
+    const uint64_t n = 500, size = o.text_hi - o.text_lo;
+    for (uint64_t i = 0; i < n; ++i) pcs.push_back(o.text_lo + (i * size / n));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<SymFrame>> first(pcs.size());
+  for (size_t i = 0; i < pcs.size(); ++i) s->Symbolize(pcs[i], 0, &first[i]);
+  const auto mid = std::chrono::steady_clock::now();
+  size_t with_line = 0;
+  for (size_t i = 0; i < pcs.size(); ++i) {
+    INFO(Hex(pcs[i]));
+    REQUIRE(!first[i].empty());  // every PC is in a module
+    std::vector<SymFrame> again;
+    s->Symbolize(pcs[i], 0, &again);
+    REQUIRE(again.size() == first[i].size());
+    CHECK(again.back().func == first[i].back().func);
+    if (first[i][0].line != 0) ++with_line;
+  }
+  const auto end = std::chrono::steady_clock::now();
+  const auto ms = [](auto d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  WARN(pcs.size() << " PCs in " << objects.size() << " modules: " << ms(mid - start)
+                  << " ms; again, cached: " << ms(end - mid) << " ms; " << with_line
+                  << " with a line");
+  CHECK(with_line >= 20 * 500 / 2);  // fixture_a's code has lines nearly everywhere
+}
+
+}  // namespace
+}  // namespace gotrace
