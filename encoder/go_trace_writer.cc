@@ -13,6 +13,7 @@ namespace gotrace {
 namespace {
 
 constexpr size_t kBatchFlushBytes = 64 << 10;  // as the Go runtime's trace buffers
+constexpr size_t kMaxEventBytes = 2 + kMaxVarintBytes * 9;
 constexpr size_t kSinkBuffer = 1 << 20;
 
 void PutVarint(std::vector<uint8_t>* out, uint64_t v) {
@@ -97,19 +98,33 @@ void GoTraceWriter::Event(uint32_t p, go::EvType type, uint64_t ts,
   if (!pr.open) {
     pr.open = true;
     pr.base = pr.last = ts;
-    pr.buf.reserve(kBatchFlushBytes + 64);
+    if (!pr.buf) pr.buf.reset(new uint8_t[kBatchFlushBytes + kMaxEventBytes]);
   }
   if (ts < pr.last) {
     ts = pr.last;
     ++clamped_;
   }
-  uint64_t all[8];
-  all[0] = ts - pr.last;
-  for (size_t i = 0; i < args.size(); ++i) all[i + 1] = args[i];
-  PutRecord(&pr.buf, type, std::span<const uint64_t>(all, args.size() + 1));
+  uint8_t* out = pr.buf.get() + pr.len;
+  const size_t nargs = args.size() + 1;  // + the time delta
+  if (nargs <= 3) {
+    *out++ = static_cast<uint8_t>(type | ((nargs - 1) << 6));
+    out = PutUvarint(out, ts - pr.last);
+    for (uint64_t a : args) out = PutUvarint(out, a);
+  } else {
+    // Long form: the payload's byte length first (it is < 128 here).
+    uint8_t payload[kMaxVarintBytes * 8];
+    uint8_t* q = PutUvarint(payload, ts - pr.last);
+    for (uint64_t a : args) q = PutUvarint(q, a);
+    const size_t len = static_cast<size_t>(q - payload);
+    *out++ = static_cast<uint8_t>(type | (3 << 6));
+    out = PutUvarint(out, len);
+    std::memcpy(out, payload, len);
+    out += len;
+  }
+  pr.len = static_cast<size_t>(out - pr.buf.get());
   pr.last = ts;
   ++events_;
-  if (pr.buf.size() >= kBatchFlushBytes) FlushProc(p);
+  if (pr.len >= kBatchFlushBytes) FlushProc(p);
 }
 
 void GoTraceWriter::FlushProc(uint32_t p) {
@@ -119,8 +134,8 @@ void GoTraceWriter::FlushProc(uint32_t p) {
   const uint64_t batch[2] = {p, pr.base};
   PutRecord(&head, go::kEvBatch, batch);
   sink_->Write(head.data(), head.size());
-  sink_->Write(pr.buf.data(), pr.buf.size());
-  pr.buf.clear();
+  sink_->Write(pr.buf.get(), pr.len);
+  pr.len = 0;
   // The next batch of this P starts at the last time written, so batches of
   // one P stay in non-decreasing time order across the split.
   pr.base = pr.last;
@@ -175,7 +190,7 @@ size_t GoTraceWriter::Stack(uint64_t id, std::span<const GoFrame> frames) {
 
 Status GoTraceWriter::Finish(uint64_t end_ticks) {
   for (uint32_t p = 0; p < procs_.size(); ++p)
-    if (procs_[p].open && !procs_[p].buf.empty()) FlushProc(p);
+    if (procs_[p].open && procs_[p].len > 0) FlushProc(p);
   std::vector<uint8_t> tail;
   const uint64_t freq[1] = {freq_};
   PutRecord(&tail, go::kEvFrequency, freq);

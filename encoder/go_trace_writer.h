@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -97,7 +98,8 @@ class GoTraceWriter {
 
  private:
   struct Proc {
-    std::vector<uint8_t> buf;
+    std::unique_ptr<uint8_t[]> buf;  // kBatchBytes + one maximal event
+    size_t len = 0;
     uint64_t base = 0;
     uint64_t last = 0;
     bool open = false;

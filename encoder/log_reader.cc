@@ -50,15 +50,31 @@ Decode DecodeRecord(const uint8_t* p, const uint8_t* end, Tick* last_raw, Record
   const uint8_t* q = p;
   if (q == end) return Decode::kNeedMore;
   const uint8_t type = *q++;
+  const int nfixed = FixedFieldCount(type);
+  if (nfixed >= 0 && end - p >= static_cast<ptrdiff_t>(kMaxFixedRecordBytes)) {
+    // Fast path: the whole record is in the window, no per-byte bounds checks.
+    uint64_t dts, cpu;
+    if (!GetUvarintUnchecked(&q, &dts) || !GetUvarintUnchecked(&q, &cpu) || cpu > 0xffffffffu)
+      return Decode::kCorrupt;
+    for (int i = 0; i < nfixed; ++i)
+      if (!GetUvarintUnchecked(&q, &r->f[i])) return Decode::kCorrupt;
+    r->type = static_cast<RecordType>(type);
+    *last_raw += static_cast<uint64_t>(UnZigZag(dts));
+    r->ts = *last_raw;
+    r->cpu = static_cast<uint32_t>(cpu);
+    r->body = nullptr;
+    r->body_len = 0;
+    *used = static_cast<size_t>(q - p);
+    return Decode::kOk;
+  }
   uint64_t dts, cpu;
   if (!GetUvarint(&q, end, &dts) || !GetUvarint(&q, end, &cpu)) {
     return (end - p) >= static_cast<ptrdiff_t>(1 + 2 * kMaxVarintBytes) ? Decode::kCorrupt
                                                                          : Decode::kNeedMore;
   }
   if (cpu > 0xffffffffu) return Decode::kCorrupt;
-  const int nfields = FixedFieldCount(type);
-  if (nfields >= 0) {
-    for (int i = 0; i < nfields; ++i) {
+  if (nfixed >= 0) {
+    for (int i = 0; i < nfixed; ++i) {
       if (!GetUvarint(&q, end, &r->f[i])) {
         return (end - p) >= static_cast<ptrdiff_t>(kMaxFixedRecordBytes) ? Decode::kCorrupt
                                                                           : Decode::kNeedMore;

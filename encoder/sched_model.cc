@@ -69,19 +69,41 @@ struct Item {
   }
 };
 
+// A binary min-heap with replace-top: the merge's common step (a stream's
+// record consumed, its next record takes its place) costs one sift-down.
 class MinHeap {
  public:
   void Push(const Item& it) {
     v_.push_back(it);
-    std::push_heap(v_.begin(), v_.end(), std::greater<Item>());
+    size_t i = v_.size() - 1;
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!(v_[parent] > it)) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = it;
   }
-  Item Pop() {
-    std::pop_heap(v_.begin(), v_.end(), std::greater<Item>());
-    Item it = v_.back();
-    v_.pop_back();
-    return it;
-  }
+  const Item& top() const { return v_[0]; }
   bool empty() const { return v_.empty(); }
+  void ReplaceTop(const Item& it) {
+    const size_t n = v_.size();
+    size_t i = 0;
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && v_[c] > v_[c + 1]) ++c;
+      if (!(it > v_[c])) break;
+      v_[i] = v_[c];
+      i = c;
+    }
+    v_[i] = it;
+  }
+  void PopTop() {
+    const Item last = v_.back();
+    v_.pop_back();
+    if (!v_.empty()) ReplaceTop(last);
+  }
 
  private:
   std::vector<Item> v_;
@@ -124,7 +146,7 @@ class Replay {
   };
 
   // --- merge
-  void Advance(uint32_t stream);
+  void Advance(uint32_t stream, bool at_top);
   void IndexHead(uint32_t stream, bool add);
   // --- model
   void Snapshot(Tick t0);
@@ -172,10 +194,14 @@ class Replay {
   std::vector<Record> heads_;
   std::vector<uint8_t> head_valid_;
   std::vector<uint32_t> head_consumed_;  // wakes given early by SkewWake
-  std::unordered_map<ObjKey, std::vector<uint32_t>, ObjKeyHash> head_releases_;
+  // Streams whose head is a kRelease (unordered), and each stream's index in
+  // it (or kNoThread): what SkewWake scans.
+  std::vector<uint32_t> release_heads_;
+  std::vector<uint32_t> release_pos_;
   std::unordered_map<ObjKey, std::vector<uint32_t>, ObjKeyHash> waiters_;
   std::unordered_map<uint64_t, uint32_t> creates_;  // (file << 48 ^ create_id) -> thread
-  MinHeap heap_;
+  MinHeap heads_heap_;  // one item per stream with a valid head
+  MinHeap ends_heap_;   // pending wait ends
   Tick now_ = 0;
   Tick end_ = 0;
   Tick threshold_ = 0;
@@ -192,27 +218,33 @@ uint64_t CreateKey(uint32_t file, uint64_t create_id) {
 // Merge
 
 void Replay::IndexHead(uint32_t s, bool add) {
-  const Record& h = heads_[s];
-  if (h.type != log::kRelease) return;
-  const ObjKey key{logs_.streams()[s].file, h.release.obj};
-  auto& v = head_releases_[key];
+  if (heads_[s].type != log::kRelease) return;
   if (add) {
-    v.push_back(s);
-  } else {
-    v.erase(std::remove(v.begin(), v.end(), s), v.end());
-    if (v.empty()) head_releases_.erase(key);
+    release_pos_[s] = static_cast<uint32_t>(release_heads_.size());
+    release_heads_.push_back(s);
+  } else if (release_pos_[s] != kNoThread) {
+    const uint32_t last = release_heads_.back();
+    release_heads_[release_pos_[s]] = last;
+    release_pos_[last] = release_pos_[s];
+    release_heads_.pop_back();
+    release_pos_[s] = kNoThread;
   }
 }
 
-void Replay::Advance(uint32_t s) {
+// Reads stream s's next record into its head. `at_top`: s's previous head is
+// the top of heads_heap_ (the merge step), else s is not in the heap yet.
+void Replay::Advance(uint32_t s, bool at_top) {
   if (!cursors_[s]) cursors_[s] = std::make_unique<log::StreamCursor>(logs_, s);
   if (cursors_[s]->Next(&heads_[s])) {
     head_valid_[s] = 1;
     head_consumed_[s] = 0;
     IndexHead(s, true);
-    heap_.Push(Item{heads_[s].ts, static_cast<uint8_t>(heads_[s].type == log::kWait ? 0 : 1), s, 0});
+    const Item it{heads_[s].ts, static_cast<uint8_t>(heads_[s].type == log::kWait ? 0 : 1), s, 0};
+    if (at_top) heads_heap_.ReplaceTop(it);
+    else heads_heap_.Push(it);
   } else {
     head_valid_[s] = 0;
+    if (at_top) heads_heap_.PopTop();
     if (!cursors_[s]->status().ok() && error_.empty()) error_ = cursors_[s]->status().message();
     cursors_[s].reset();  // frees the window
   }
@@ -234,6 +266,7 @@ Status Replay::Run() {
   heads_.resize(streams.size());
   head_valid_.assign(streams.size(), 0);
   head_consumed_.assign(streams.size(), 0);
+  release_pos_.assign(streams.size(), kNoThread);
   std::unordered_map<uint64_t, bool> goid_used;
   Tick t0 = std::numeric_limits<Tick>::max();
   for (const auto& f : files) t0 = std::min(t0, f.header.start_ticks);
@@ -257,10 +290,14 @@ Status Replay::Run() {
   Snapshot(t0);
   now_ = t0 + 1;  // nothing else shares the snapshot's tick (Go >= 1.23 reads it as "at start")
 
-  for (uint32_t s = 0; s < streams.size(); ++s) Advance(s);
-  while (!heap_.empty() && error_.empty()) {
-    const Item it = heap_.Pop();
-    if (it.order == 2) {
+  for (uint32_t s = 0; s < streams.size(); ++s) Advance(s, false);
+  while (error_.empty()) {
+    const bool have_head = !heads_heap_.empty();
+    const bool have_end = !ends_heap_.empty();
+    if (!have_head && !have_end) break;
+    if (have_end && (!have_head || heads_heap_.top() > ends_heap_.top())) {
+      const Item it = ends_heap_.top();
+      ends_heap_.PopTop();
       Thread& t = threads_[it.index];
       if (it.gen != t.wait_gen ||
           (t.st != TSt::kBlocked && t.st != TSt::kWoken && t.st != TSt::kSyscall)) {
@@ -270,13 +307,13 @@ Status Replay::Run() {
       FinishWait(t, Cpu(t.wait_cpu_end));
       continue;
     }
-    const uint32_t s = it.index;
+    const uint32_t s = heads_heap_.top().index;
     IndexHead(s, false);
     head_valid_[s] = 0;
     now_ = std::max(now_, heads_[s].ts);
     ++stats_->records;
     OnRecord(s, heads_[s]);
-    Advance(s);
+    Advance(s, true);  // OnRecord never touches heads_heap_, so s is still on top
   }
   if (!error_.empty()) return Status::Error(error_);
 
@@ -417,11 +454,10 @@ void Replay::FinishWait(Thread& t, uint32_t c) {
 // waiter's resumption. If another running thread's next record releases the
 // awaited object within the tolerance, it is the waker.
 bool Replay::SkewWake(Thread& t) {
-  auto it = head_releases_.find(ObjKey{t.file, t.wait_obj});
-  if (it == head_releases_.end()) return false;
-  for (uint32_t s : it->second) {
+  for (uint32_t s : release_heads_) {
     if (s == Index(t) || !head_valid_[s]) continue;
     const Record& h = heads_[s];
+    if (h.release.obj != t.wait_obj || logs_.streams()[s].file != t.file) continue;
     if (h.ts > now_ + skew_) continue;
     Thread& u = threads_[s];
     if (u.st != TSt::kRunning) continue;
@@ -464,7 +500,7 @@ void Replay::OnWait(Thread& t, uint32_t c, const Record& r) {
     waiters_[ObjKey{t.file, r.wait.obj}].push_back(Index(t));
     t.wait_registered = true;
   }
-  if (!open) heap_.Push(Item{t.wait_end, 2, Index(t), t.wait_gen});
+  if (!open) ends_heap_.Push(Item{t.wait_end, 2, Index(t), t.wait_gen});
 }
 
 void Replay::OnRelease(Thread& u, uint32_t c, uint64_t obj, uint64_t count, uint64_t stack,

@@ -41,8 +41,13 @@ struct ModelOptions {
   // A release of the awaited object recorded at most this long (ns) after
   // the waiter resumed still counts as its waker.
   uint64_t skew_tolerance_ns = 100'000;
-  // Check every emitted event against the parser's rules (TraceChecker).
+  // Check every emitted event against the parser's rules (TraceChecker); on
+  // by default in debug builds.
+#ifdef NDEBUG
   bool check = false;
+#else
+  bool check = true;
+#endif
 };
 
 struct ModelStats {

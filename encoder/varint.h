@@ -52,6 +52,29 @@ inline bool GetUvarint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
   return false;
 }
 
+// As GetUvarint, for callers that know kMaxVarintBytes are readable at *p.
+inline bool GetUvarintUnchecked(const uint8_t** p, uint64_t* out) {
+  const uint8_t* q = *p;
+  uint64_t b = *q++;
+  if (b < 0x80) {
+    *p = q;
+    *out = b;
+    return true;
+  }
+  uint64_t v = b & 0x7f;
+  for (unsigned shift = 7; shift < 64; shift += 7) {
+    b = *q++;
+    if (shift == 63 && b > 1) return false;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      *p = q;
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
 inline constexpr uint64_t ZigZag(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }

@@ -28,7 +28,7 @@
 namespace gotrace {
 namespace {
 
-constexpr uint32_t kNever = UINT32_MAX;
+constexpr uint64_t kNever = UINT64_MAX;  // not unloaded
 constexpr int kMaxDepth = 64;
 
 const Dwfl_Callbacks kCallbacks = {
@@ -68,18 +68,38 @@ std::string CompDir(Dwarf_Die* cu) {
   return dir != nullptr ? std::string(dir) : std::string();
 }
 
-// The name of a subprogram or inlined subroutine: the demangled linkage name
-// if there is one (it is qualified), else DW_AT_name, following
-// DW_AT_abstract_origin and DW_AT_specification.
-std::string DieName(Dwarf_Die* die) {
+// The enclosing namespaces and classes ("ns::(anonymous namespace)::") of
+// functions that have no linkage name to demangle, by DIE.
+using Prefixes = std::unordered_map<const void*, std::string>;
+
+const char* LinkageName(Dwarf_Die* die) {
   Dwarf_Attribute attr;
   const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
   if (name == nullptr) {
     name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
   }
-  if (name != nullptr) return Demangle(name);
-  name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  return name != nullptr ? std::string(name) : std::string();
+  return name;
+}
+
+// The name of a subprogram or inlined subroutine: the demangled linkage name
+// if there is one (it is qualified), else DW_AT_name (following
+// DW_AT_abstract_origin and DW_AT_specification) qualified by its scopes.
+std::string DieName(Dwarf_Die* die, const Prefixes& prefixes) {
+  if (const char* linkage = LinkageName(die); linkage != nullptr) return Demangle(linkage);
+  Dwarf_Die named = *die;
+  for (int i = 0; i < 8 && !dwarf_hasattr(&named, DW_AT_name); ++i) {
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if (dwarf_formref_die(dwarf_attr(&named, DW_AT_abstract_origin, &attr), &next) == nullptr &&
+        dwarf_formref_die(dwarf_attr(&named, DW_AT_specification, &attr), &next) == nullptr) {
+      return std::string();
+    }
+    named = next;
+  }
+  const char* name = dwarf_diename(&named);
+  if (name == nullptr) return std::string();
+  auto it = prefixes.find(named.addr);
+  return it == prefixes.end() ? std::string(name) : it->second + name;
 }
 
 // The call site of an inlined subroutine: DW_AT_call_file/DW_AT_call_line.
@@ -139,8 +159,8 @@ bool Descend(Dwarf_Die* die, Dwarf_Addr pc, std::vector<Dwarf_Die>* path, int de
 // The code ranges of one compile unit's functions, sorted by start.
 class CuIndex {
  public:
-  explicit CuIndex(Dwarf_Die* cu) : comp_dir_(CompDir(cu)) {
-    Collect(cu, 0);
+  CuIndex(Dwarf_Die* cu, Prefixes* prefixes) : comp_dir_(CompDir(cu)) {
+    Collect(cu, 0, std::string(), prefixes);
     std::sort(ranges_.begin(), ranges_.end(),
               [](const Range& a, const Range& b) { return a.lo < b.lo; });
     max_hi_.resize(ranges_.size());
@@ -166,18 +186,23 @@ class CuIndex {
     Dwarf_Die die;
   };
 
-  void Collect(Dwarf_Die* parent, int depth) {
+  // Indexes the functions under parent, whose scope is named `prefix`.
+  void Collect(Dwarf_Die* parent, int depth, const std::string& prefix, Prefixes* prefixes) {
     Dwarf_Die child;
     if (depth > kMaxDepth || dwarf_child(parent, &child) != 0) return;
     do {
-      switch (dwarf_tag(&child)) {
+      const int tag = dwarf_tag(&child);
+      switch (tag) {
         case DW_TAG_subprogram: {
           Dwarf_Addr base, lo, hi;
           ptrdiff_t off = 0;
           while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
             if (lo < hi) ranges_.push_back(Range{lo, hi, child});
           }
-          Collect(&child, depth + 1);  // nested functions, local classes
+          if (!prefix.empty() && LinkageName(&child) == nullptr) {
+            prefixes->try_emplace(child.addr, prefix);
+          }
+          Collect(&child, depth + 1, prefix, prefixes);  // nested functions, local classes
           break;
         }
         case DW_TAG_namespace:
@@ -185,14 +210,21 @@ class CuIndex {
         case DW_TAG_structure_type:
         case DW_TAG_union_type:
         case DW_TAG_interface_type:
-        case DW_TAG_module:
-          Collect(&child, depth + 1);
+        case DW_TAG_module: {
+          const char* name = dwarf_diename(&child);
+          std::string scope = prefix;
+          scope += name != nullptr                ? name
+                   : tag == DW_TAG_namespace      ? "(anonymous namespace)"
+                                                  : "(anonymous)";
+          scope += "::";
+          Collect(&child, depth + 1, scope, prefixes);
           break;
+        }
         case DW_TAG_imported_unit: {
           Dwarf_Attribute attr;
           Dwarf_Die unit;
           if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attr), &unit) != nullptr) {
-            Collect(&unit, depth + 1);
+            Collect(&unit, depth + 1, prefix, prefixes);
           }
           break;
         }
@@ -345,7 +377,7 @@ class Module {
         for (size_t i = path.size(); i-- > 0;) {
           const int tag = dwarf_tag(&path[i]);
           if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
-          frames->push_back(SymFrame{DieName(&path[i]), file, line});
+          frames->push_back(SymFrame{DieName(&path[i], prefixes_), file, line});
           if (tag == DW_TAG_inlined_subroutine) CallSite(&path[i], &file, &line);
         }
         if (frames->back().func.empty()) frames->back().func = SymbolName(addr);
@@ -376,7 +408,7 @@ class Module {
 
   const CuIndex& Index(Dwarf_Die* cudie) {
     auto it = cus_.find(cudie->addr);
-    if (it == cus_.end()) it = cus_.try_emplace(cudie->addr, cudie).first;
+    if (it == cus_.end()) it = cus_.try_emplace(cudie->addr, cudie, &prefixes_).first;
     return it->second;
   }
 
@@ -388,6 +420,7 @@ class Module {
   Dwfl_Module* mod_ = nullptr;
   std::unordered_map<uint64_t, std::vector<SymFrame>> cache_;
   std::unordered_map<const void*, CuIndex> cus_;
+  Prefixes prefixes_;
   std::unique_ptr<SymbolIndex> symbols_;
 };
 
@@ -414,7 +447,7 @@ class DwSymbolizer final : public Symbolizer {
  private:
   struct Mapping {
     uint32_t load_epoch;
-    uint32_t unload_epoch;  // kNever while mapped
+    uint64_t unload_epoch;  // kNever while mapped
     uint64_t lo, hi;
     Module* module;
   };

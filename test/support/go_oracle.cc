@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -25,7 +27,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <system_error>
 
 extern char** environ;
@@ -52,9 +53,7 @@ int MillisLeft(Clock::time_point deadline) {
   return left > INT_MAX ? INT_MAX : static_cast<int>(left);
 }
 
-std::string ErrnoText(const std::string& what, int err) {
-  return what + ": " + std::strerror(err);
-}
+std::string ErrnoText(const std::string& what, int err) { return what + ": " + std::strerror(err); }
 
 std::string TempDirectory() {
   const char* dir = std::getenv("TMPDIR");
@@ -159,8 +158,8 @@ class Subprocess {
     sigemptyset(&defaults);
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD}) sigaddset(&defaults, sig);
     posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -322,7 +321,8 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
 }
 
 std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -575,8 +575,8 @@ HttpResponse HttpGet(const std::string& addr, const std::string& path, Subproces
   bool reset = false;
   for (;;) {
     if (Clock::now() >= deadline) {
-      resp.error = "no complete response within " + std::to_string(kToolTimeout.count()) +
-                   " s (" + std::to_string(raw.size()) + " bytes received)";
+      resp.error = "no complete response within " + std::to_string(kToolTimeout.count()) + " s (" +
+                   std::to_string(raw.size()) + " bytes received)";
       close(fd);
       return resp;
     }
@@ -597,8 +597,8 @@ HttpResponse HttpGet(const std::string& addr, const std::string& path, Subproces
   close(fd);
 
   if (raw.empty()) {
-    resp.error = std::string("connection closed without a response") +
-                 (reset ? " (reset)" : "") + " - a handler panic?";
+    resp.error = std::string("connection closed without a response") + (reset ? " (reset)" : "") +
+                 " - a handler panic?";
     return resp;
   }
   const size_t header_end = raw.find("\r\n\r\n");
@@ -606,14 +606,15 @@ HttpResponse HttpGet(const std::string& addr, const std::string& path, Subproces
   int status = 0;
   if (!raw.starts_with("HTTP/1.") || header_end == std::string::npos || raw.size() < 12 ||
       !ParseNumber(std::string_view(raw).substr(9, 3), &status)) {
-    resp.error = "malformed response (" + std::to_string(raw.size()) + " bytes): " +
-                 raw.substr(0, std::min<size_t>(raw.size(), 80));
+    resp.error = "malformed response (" + std::to_string(raw.size()) +
+                 " bytes): " + raw.substr(0, std::min<size_t>(raw.size(), 80));
     return resp;
   }
   resp.status = status;
   resp.status_line = raw.substr(0, line_end);
   resp.body = raw.substr(header_end + 4);
-  const std::string length = HeaderValue(std::string_view(raw).substr(0, header_end), "Content-Length");
+  const std::string length =
+      HeaderValue(std::string_view(raw).substr(0, header_end), "Content-Length");
   size_t want = 0;
   if (!length.empty() && ParseNumber(std::string_view(length), &want) && resp.body.size() < want) {
     resp.error = "truncated body: " + std::to_string(resp.body.size()) + " of " + length +
@@ -723,17 +724,16 @@ std::string WebCheck(const std::string& trace_path) {
     server.Pump(MillisLeft(deadline));
   }
 
-  std::vector<std::string> pages = {"/",          "/goroutines",  "/jsontrace",
-                                    "/block?raw=1", "/usertasks", "/userregions",
-                                    "/mmu",       "/mmuPlot"};
+  std::vector<std::string> pages = {"/",          "/goroutines",  "/jsontrace", "/block?raw=1",
+                                    "/usertasks", "/userregions", "/mmu",       "/mmuPlot"};
   std::string problem;
   for (size_t i = 0; i < pages.size() && problem.empty(); ++i) {
     const HttpResponse resp = HttpGet(addr, pages[i], &server);
     if (!resp.error.empty()) {
       problem = "WebCheck: GET " + pages[i] + ": " + resp.error;
     } else if (resp.status != 200) {
-      problem = "WebCheck: GET " + pages[i] + ": " + resp.status_line + ": " +
-                FirstLine(resp.body, 200);
+      problem =
+          "WebCheck: GET " + pages[i] + ": " + resp.status_line + ": " + FirstLine(resp.body, 200);
     } else if (resp.body.empty()) {
       problem = "WebCheck: GET " + pages[i] + ": HTTP 200 with an empty body";
     } else if (pages[i] == "/goroutines") {

@@ -97,9 +97,13 @@ struct Fixture {
   }
 };
 
-Fixture Load(const char* path) {
-  // libdwfl would ask a debuginfod server about the stripped fixtures.
+// libdwfl would ask a debuginfod server about files without debug info.
+std::unique_ptr<Symbolizer> NewSymbolizer() {
   unsetenv("DEBUGINFOD_URLS");
+  return MakeDwSymbolizer();
+}
+
+Fixture Load(const char* path) {
   Fixture f;
   f.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   INFO(path << ": " << (f.handle == nullptr ? dlerror() : "loaded"));
@@ -152,8 +156,9 @@ std::string Describe(const std::vector<SymFrame>& frames) {
 void CheckInlinedFrames(const std::vector<SymFrame>& frames, const GtFixResult& r) {
   INFO(Describe(frames));
   REQUIRE(frames.size() == 3);
-  CHECK_THAT(frames[0].func, Catch::Contains("Inner"));
-  CHECK_THAT(frames[1].func, Catch::Contains("Middle"));
+  // No linkage name (internal linkage): the scopes qualify the DWARF name.
+  CHECK_THAT(frames[0].func, Catch::StartsWith("gt_fixture::(anonymous namespace)::Inner"));
+  CHECK_THAT(frames[1].func, Catch::StartsWith("gt_fixture::(anonymous namespace)::Middle"));
   CHECK(frames[2].func == "gt_fixture::Outer(int)");
   for (int i = 0; i < 3; ++i) {
     CHECK(Basename(frames[i].file) == "fixture_a.cc");
@@ -167,7 +172,7 @@ TEST_CASE("symbolizer: inlined frames, innermost first, with call-site lines", "
   const GtFixResult r = RunInlined(a);
   REQUIRE(r.lines[0] < r.lines[1]);  // Inner, Middle, Outer: in this order in the file
   REQUIRE(r.lines[1] < r.lines[2]);
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   s->ModuleLoaded(LoadOf(a.obj, 0));
   CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
   // From the cache, the same again; at a later epoch too.
@@ -177,7 +182,7 @@ TEST_CASE("symbolizer: inlined frames, innermost first, with call-site lines", "
 
 TEST_CASE("symbolizer: a function without inlining", "[symbolizer]") {
   const Fixture a = Load(GT_SYMFIX_A);
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   s->ModuleLoaded(LoadOf(a.obj, 0));
 
   const GtFixResult r = RunNamed(a, "gt_fix_plain");
@@ -211,15 +216,37 @@ TEST_CASE("symbolizer: a function without inlining", "[symbolizer]") {
 TEST_CASE("symbolizer: debug info found through .gnu_debuglink", "[symbolizer]") {
   const Fixture d = Load(GT_SYMFIX_DEBUGLINK);
   const GtFixResult r = RunInlined(d);
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   s->ModuleLoaded(LoadOf(d.obj, 0));
   CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+}
+
+TEST_CASE("symbolizer: without debug info, .symtab names the functions", "[symbolizer]") {
+  const Fixture nd = Load(GT_SYMFIX_NODEBUG);
+  auto s = NewSymbolizer();
+  s->ModuleLoaded(LoadOf(nd.obj, 0));
+
+  const GtFixResult r = RunInlined(nd);
+  auto frames = Symbolize(s.get(), r.pc - 1, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);  // no inlined frames without DWARF
+  CHECK(frames[0].func == "gt_fixture::Outer(int)");
+  CHECK(frames[0].file.empty());
+  CHECK(frames[0].line == 0);
+
+  const GtFixResult h = RunNamed(nd, "gt_fix_hidden");
+  frames = Symbolize(s.get(), h.pc - 1, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].func == "gt_fixture::Hidden(int)");  // not in .dynsym
+  CHECK(frames[0].file.empty());
+  CHECK(frames[0].line == 0);
 }
 
 TEST_CASE("symbolizer: a stripped library falls back to .dynsym, then module+offset",
           "[symbolizer]") {
   const Fixture st = Load(GT_SYMFIX_STRIPPED);
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   s->ModuleLoaded(LoadOf(st.obj, 0));
 
   const GtFixResult r = RunInlined(st);
@@ -263,7 +290,7 @@ TEST_CASE("symbolizer: the module map follows epochs", "[symbolizer]") {
   };
 
   SECTION("dlclose, then another library at the same addresses") {
-    auto s = MakeDwSymbolizer();
+    auto s = NewSymbolizer();
     s->ModuleLoaded(LoadOf(a.obj, 1));
     s->ModuleUnloaded(log::ModuleUnloadFields{2, a.obj.lo, a.obj.hi});
     s->ModuleLoaded(LoadOf(b_at_a, 2));
@@ -278,7 +305,7 @@ TEST_CASE("symbolizer: the module map follows epochs", "[symbolizer]") {
   }
 
   SECTION("the latest load wins") {
-    auto s = MakeDwSymbolizer();
+    auto s = NewSymbolizer();
     s->ModuleLoaded(LoadOf(a.obj, 1));
     s->ModuleLoaded(LoadOf(b_at_a, 2));
     CheckInlinedFrames(Symbolize(s.get(), pc, 1), ra);
@@ -286,8 +313,21 @@ TEST_CASE("symbolizer: the module map follows epochs", "[symbolizer]") {
     check_b(Symbolize(s.get(), pc, 9));
   }
 
+  SECTION("the load of the later epoch wins, whatever the record order") {
+    auto s = NewSymbolizer();
+    s->ModuleLoaded(LoadOf(b_at_a, 5));
+    s->ModuleLoaded(LoadOf(a.obj, 3));
+    CheckInlinedFrames(Symbolize(s.get(), pc, 4), ra);
+    check_b(Symbolize(s.get(), pc, 5));
+    auto t = NewSymbolizer();
+    t->ModuleLoaded(LoadOf(a.obj, 5));
+    t->ModuleLoaded(LoadOf(b_at_a, 3));
+    check_b(Symbolize(t.get(), pc, 4));
+    CheckInlinedFrames(Symbolize(t.get(), pc, 5), ra);
+  }
+
   SECTION("in one epoch, the later record wins") {
-    auto s = MakeDwSymbolizer();
+    auto s = NewSymbolizer();
     s->ModuleLoaded(LoadOf(b_at_a, 4));
     s->ModuleLoaded(LoadOf(a.obj, 4));
     CheckInlinedFrames(Symbolize(s.get(), pc, 4), ra);
@@ -295,7 +335,7 @@ TEST_CASE("symbolizer: the module map follows epochs", "[symbolizer]") {
   }
 
   SECTION("an unload leaves other objects mapped") {
-    auto s = MakeDwSymbolizer();
+    auto s = NewSymbolizer();
     s->ModuleLoaded(LoadOf(a.obj, 0));
     s->ModuleLoaded(LoadOf(b.obj, 0));
     s->ModuleUnloaded(log::ModuleUnloadFields{1, b.obj.lo, b.obj.hi});
@@ -307,7 +347,7 @@ TEST_CASE("symbolizer: the module map follows epochs", "[symbolizer]") {
 
 TEST_CASE("symbolizer: unknown addresses append nothing", "[symbolizer]") {
   const Fixture a = Load(GT_SYMFIX_A);
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   std::vector<SymFrame> out;
   s->Symbolize(a.obj.text_lo, 0, &out);  // no module yet
   CHECK(out.empty());
@@ -352,7 +392,7 @@ TEST_CASE("symbolizer: missing, unreadable and corrupt files give module+offset"
   }
 
   const uint64_t bias = 0x7f1200000000;
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   s->ModuleLoaded({0, bias, bias + 0x1000, bias + 0x9000, "/nonexistent/dir/libnope.so"});
   s->ModuleLoaded({1, bias, bias + 0x1000, bias + 0x9000, garbage});
   s->ModuleLoaded({2, bias, bias + 0x1000, bias + 0x9000, truncated});
@@ -378,6 +418,7 @@ TEST_CASE("symbolizer: the default factory makes a libdw symbolizer", "[symboliz
   const GtFixResult r = RunInlined(a);
   SymbolizerFactory factory = DefaultSymbolizerFactory();
   REQUIRE(factory);
+  unsetenv("DEBUGINFOD_URLS");
   auto s = factory(log::LogFile{});
   REQUIRE(s != nullptr);
   s->ModuleLoaded(LoadOf(a.obj, 0));
@@ -386,7 +427,7 @@ TEST_CASE("symbolizer: the default factory makes a libdw symbolizer", "[symboliz
 
 TEST_CASE("symbolizer: many PCs across many modules", "[symbolizer]") {
   const Fixture a = Load(GT_SYMFIX_A);
-  auto s = MakeDwSymbolizer();
+  auto s = NewSymbolizer();
   // fixture_a at 20 load addresses (20 Dwfls), then every other loaded
   // library of this process as it is mapped.
   std::vector<Object> objects;
