@@ -213,9 +213,9 @@ class CuIndex {
         case DW_TAG_module: {
           const char* name = dwarf_diename(&child);
           std::string scope = prefix;
-          scope += name != nullptr                ? name
-                   : tag == DW_TAG_namespace      ? "(anonymous namespace)"
-                                                  : "(anonymous)";
+          scope += name != nullptr           ? name
+                   : tag == DW_TAG_namespace ? "(anonymous namespace)"
+                                             : "(anonymous)";
           scope += "::";
           Collect(&child, depth + 1, scope, prefixes);
           break;

@@ -11,8 +11,8 @@ extern "C" {
 
 // What the last call into a fixture captured.
 struct GtFixResult {
-  uintptr_t pc;   // a return address: pc - 1 is in the call instruction
-  int lines[3];   // innermost first: the lines of the calls on the way to it
+  uintptr_t pc;  // a return address: pc - 1 is in the call instruction
+  int lines[3];  // innermost first: the lines of the calls on the way to it
 };
 
 // fixture_a: the captured pc is in Inner, inlined into Middle, inlined into

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //===-- test/symbolizer/fixture_a.cc - code with known lines and inlining -===//
 //
-// Built -g -O2 into a shared library (and stripped and debuglink copies of
-// it) for test/unit/symbolizer_test.cc. gt_fix_run() calls Outer, a real
-// function, into which Middle and Inner are inlined; Inner calls Capture,
-// which records its return address (inside the inlined Inner) and the source
-// lines each level passed down with __LINE__ on the line of its call.
+// Built -g -O2 into a shared library (and copies without debug info, fully
+// stripped, and with a .gnu_debuglink) for test/unit/symbolizer_test.cc.
+// gt_fix_run() calls Outer, a real function, into which Middle and Inner are
+// inlined; Inner calls Capture, which records its return address (inside the
+// inlined Inner) and the source lines each level passed down with __LINE__
+// on the line of its call.
 //===----------------------------------------------------------------------===//
 #include <cstdint>
 
@@ -21,7 +22,7 @@ namespace {
 volatile int g_sink = 1;
 
 // Not inlined, not cloned, no interprocedural assumptions: a real call.
-__attribute__((noipa)) void Capture(int l0, int l1, int l2) {
+__attribute__((noinline, noipa)) void Capture(int l0, int l1, int l2) {
   gt_fix_result.pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
   gt_fix_result.lines[0] = l0;
   gt_fix_result.lines[1] = l1;
@@ -42,12 +43,12 @@ __attribute__((always_inline)) inline int Middle(int x, int outer_line) {
 }  // namespace
 
 // Hidden: not in .dynsym, so a stripped copy has no name for it.
-__attribute__((noipa, visibility("hidden"))) int Hidden(int x) {
+__attribute__((noinline, noipa, visibility("hidden"))) int Hidden(int x) {
   Capture(__LINE__, 0, 0);
   return x - g_sink;
 }
 
-__attribute__((noipa, visibility("default"))) int Outer(int x) {
+__attribute__((noinline, noipa, visibility("default"))) int Outer(int x) {
   const int r = Middle(x + 1, __LINE__);
   return r + g_sink;
 }
@@ -58,26 +59,26 @@ extern "C" {
 
 __attribute__((visibility("default"))) int gt_fix_run(int x) { return gt_fixture::Outer(x); }
 
-__attribute__((noipa, visibility("default"))) int gt_fix_plain(int x) {
+__attribute__((noinline, noipa, visibility("default"))) int gt_fix_plain(int x) {
   gt_fixture::Capture(__LINE__, 0, 0);
   return x + gt_fixture::g_sink;
 }
 
-__attribute__((visibility("default"))) int gt_fix_hidden(int x) {
-  return gt_fixture::Hidden(x);
-}
+__attribute__((visibility("default"))) int gt_fix_hidden(int x) { return gt_fixture::Hidden(x); }
 
 // Padding so that the library has enough code for the performance test to
 // find many distinct addresses.
-#define GT_FIX_FILLER(n)                                                          \
-  __attribute__((noipa, visibility("default"))) int gt_fix_filler##n(int x) {     \
-    int acc = x;                                                                  \
-    for (int i = 0; i < (n % 7) + 3; ++i) acc = acc * 31 + gt_fixture::g_sink;    \
-    return acc ^ n;                                                               \
+#define GT_FIX_FILLER(n)                                                                \
+  __attribute__((noinline, noipa, visibility("default"))) int gt_fix_filler##n(int x) { \
+    int acc = x;                                                                        \
+    for (int i = 0; i < (n % 7) + 3; ++i) acc = acc * 31 + gt_fixture::g_sink;          \
+    return acc ^ n;                                                                     \
   }
+// clang-format off
 GT_FIX_FILLER(0) GT_FIX_FILLER(1) GT_FIX_FILLER(2) GT_FIX_FILLER(3) GT_FIX_FILLER(4)
 GT_FIX_FILLER(5) GT_FIX_FILLER(6) GT_FIX_FILLER(7) GT_FIX_FILLER(8) GT_FIX_FILLER(9)
 GT_FIX_FILLER(10) GT_FIX_FILLER(11) GT_FIX_FILLER(12) GT_FIX_FILLER(13) GT_FIX_FILLER(14)
 GT_FIX_FILLER(15) GT_FIX_FILLER(16) GT_FIX_FILLER(17) GT_FIX_FILLER(18) GT_FIX_FILLER(19)
+// clang-format on
 
 }  // extern "C"

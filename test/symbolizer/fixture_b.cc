@@ -12,17 +12,17 @@ extern "C" {
 
 __attribute__((visibility("default"))) GtFixResult gt_fixb_result;
 
-__attribute__((noipa)) static void Record(int line) {
+__attribute__((noinline, noipa)) static void Record(int line) {
   gt_fixb_result.pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
   gt_fixb_result.lines[0] = line;
 }
 
-__attribute__((noipa, visibility("default"))) int gt_fixb_func(int x) {
+__attribute__((noinline, noipa, visibility("default"))) int gt_fixb_func(int x) {
   Record(__LINE__);
   return x * 7 + 1;
 }
 
-__attribute__((noipa, visibility("default"))) int gt_fixb_run(int x) {
+__attribute__((noinline, noipa, visibility("default"))) int gt_fixb_run(int x) {
   return gt_fixb_func(x) + 2;
 }
 
