@@ -114,11 +114,11 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
   }
 
   FdSink sink(fd, output);
-  GoTraceWriter writer(&sink, nprocs, set.files()[0].header.ticks_per_second);
+  GoTraceWriter writer(&sink, nprocs, 1'000'000'000);  // the reader converts to ns
   StackTable stacks(set.files().size());
   GT_RETURN_IF_ERROR(ReplayModel(set, opts.model, &writer, &stacks, syms, &stats->model));
   stacks.WriteAll(&writer, syms, &stats->stacks);
-  GT_RETURN_IF_ERROR(writer.Finish(stats->model.end_ticks));
+  GT_RETURN_IF_ERROR(writer.Finish(stats->model.end_ns));
   GT_RETURN_IF_ERROR(sink.Flush());
   // No fsync: a trace needs no durability across power loss, and the exit
   // path's budget is milliseconds. close() still reports deferred errors.

@@ -17,6 +17,7 @@
 
 #include "encoder/encode.h"
 #include "encoder/log_reader.h"
+#include "encoder/varint.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
@@ -201,6 +202,13 @@ int CmdDump(int argc, char** argv) {
           if (!log::ParseTraceEnd(r, &e)) { std::printf("TraceEnd (malformed)\n"); break; }
           std::printf("TraceEnd dropped_records=%" PRIu64 " dropped_chunks=%" PRIu64 "\n",
                       e.dropped_records, e.dropped_chunks);
+          break;
+        }
+        case log::kClockSync: {
+          const uint8_t* bp = r.body;
+          uint64_t ns = 0;
+          (void)GetUvarint(&bp, r.body + r.body_len, &ns);
+          std::printf("ClockSync monotonic_ns=%" PRIu64 "\n", ns);
           break;
         }
         default:

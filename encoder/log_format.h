@@ -28,6 +28,10 @@
 //
 //   type:u8  dts:zigzag varint  cpu:varint  fields...
 //
+//   Times are clock ticks (the TSC on x86_64): FileHeader::ticks_per_second
+//   and kClockSync records relate them to CLOCK_MONOTONIC. Durations are
+//   ticks too.
+//
 //   dts is the signed tick delta from the previous record of the chunk (the
 //   first record is relative to ChunkHeader::base_ticks). Signed, so that a
 //   record whose clock reading is slightly behind its predecessor (TSC noise,
@@ -75,6 +79,11 @@
 //       with bias (ELF l_addr). Valid from `epoch` on.
 //   kModuleUnload  (var) epoch lo hi
 //       The object covering [lo, hi) is unmapped from `epoch` on.
+//   kClockSync     (var) ns
+//       CLOCK_MONOTONIC read at the record's tick time. The reader converts
+//       ticks to nanoseconds with the header's (start_ticks, start_ns) and
+//       the latest sync point of the file, so the frequency estimate improves
+//       with the length of the run even when the process never exits.
 //   kTraceEnd      (var) dropped_records dropped_chunks chunks_before
 //       Written once, in the last chunk of the log, by the final flush; its
 //       time is the end of the trace. chunks_before counts the chunks written
@@ -100,13 +109,14 @@ struct FileHeader {
   char magic[8];              // kFileMagic
   uint32_t version;           // kLogVersion
   uint32_t header_size;       // sizeof(FileHeader)
-  uint64_t ticks_per_second;  // clock frequency; becomes the trace's Frequency
-  uint64_t start_ticks;       // when tracing began
+  uint64_t ticks_per_second;  // clock frequency (an estimate; kClockSync refines it)
+  uint64_t start_ticks;       // clock reading when tracing began
   uint32_t pid;
   uint32_t ppid;
   uint32_t ncpus;             // configured CPUs: P ids are 0..ncpus-1
   uint32_t flags;
-  uint64_t reserved[2];
+  uint64_t start_ns;          // CLOCK_MONOTONIC (ns) at start_ticks
+  uint64_t reserved;
 };
 static_assert(sizeof(FileHeader) == 64);
 
@@ -137,6 +147,7 @@ enum RecordType : uint8_t {
   kModuleLoad = 65,
   kModuleUnload = 66,
   kTraceEnd = 67,
+  kClockSync = 68,
 };
 
 // Number of varint fields after (dts, cpu) of each fixed record type; -1 for

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "encoder/crc32c.h"
+#include "encoder/log_decode.h"
 #include "encoder/varint.h"
 
 namespace gotrace::log {
@@ -39,69 +40,6 @@ bool PreadFull(int fd, void* buf, size_t n, uint64_t off) {
     off += static_cast<uint64_t>(r);
   }
   return true;
-}
-
-enum class Decode { kOk, kNeedMore, kCorrupt };
-
-// Decodes one record from [p, end). *last_raw is the previous record's raw
-// time (the delta base) and is updated. *used receives the record's size.
-Decode DecodeRecord(const uint8_t* p, const uint8_t* end, Tick* last_raw, Record* r,
-                    size_t* used) {
-  const uint8_t* q = p;
-  if (q == end) return Decode::kNeedMore;
-  const uint8_t type = *q++;
-  const int nfixed = FixedFieldCount(type);
-  if (nfixed >= 0 && end - p >= static_cast<ptrdiff_t>(kMaxFixedRecordBytes)) {
-    // Fast path: the whole record is in the window, no per-byte bounds checks.
-    uint64_t dts, cpu;
-    if (!GetUvarintUnchecked(&q, &dts) || !GetUvarintUnchecked(&q, &cpu) || cpu > 0xffffffffu)
-      return Decode::kCorrupt;
-    for (int i = 0; i < nfixed; ++i)
-      if (!GetUvarintUnchecked(&q, &r->f[i])) return Decode::kCorrupt;
-    r->type = static_cast<RecordType>(type);
-    *last_raw += static_cast<uint64_t>(UnZigZag(dts));
-    r->ts = *last_raw;
-    r->cpu = static_cast<uint32_t>(cpu);
-    r->body = nullptr;
-    r->body_len = 0;
-    *used = static_cast<size_t>(q - p);
-    return Decode::kOk;
-  }
-  uint64_t dts, cpu;
-  if (!GetUvarint(&q, end, &dts) || !GetUvarint(&q, end, &cpu)) {
-    return (end - p) >= static_cast<ptrdiff_t>(1 + 2 * kMaxVarintBytes) ? Decode::kCorrupt
-                                                                         : Decode::kNeedMore;
-  }
-  if (cpu > 0xffffffffu) return Decode::kCorrupt;
-  if (nfixed >= 0) {
-    for (int i = 0; i < nfixed; ++i) {
-      if (!GetUvarint(&q, end, &r->f[i])) {
-        return (end - p) >= static_cast<ptrdiff_t>(kMaxFixedRecordBytes) ? Decode::kCorrupt
-                                                                          : Decode::kNeedMore;
-      }
-    }
-    r->body = nullptr;
-    r->body_len = 0;
-  } else if (type >= kFirstVarRecord) {
-    uint64_t len;
-    if (!GetUvarint(&q, end, &len)) {
-      return (end - q) >= static_cast<ptrdiff_t>(kMaxVarintBytes) ? Decode::kCorrupt
-                                                                   : Decode::kNeedMore;
-    }
-    if (len > kMaxChunkPayload) return Decode::kCorrupt;
-    if (static_cast<uint64_t>(end - q) < len) return Decode::kNeedMore;
-    r->body = q;
-    r->body_len = len;
-    q += len;
-  } else {
-    return Decode::kCorrupt;
-  }
-  r->type = static_cast<RecordType>(type);
-  *last_raw += static_cast<uint64_t>(UnZigZag(dts));
-  r->ts = *last_raw;
-  r->cpu = static_cast<uint32_t>(cpu);
-  *used = static_cast<size_t>(q - p);
-  return Decode::kOk;
 }
 
 // Record-level sanity for fixed records whose fields have bounded domains.
@@ -223,10 +161,7 @@ Status LogSet::Open(std::span<const std::string> paths, const ReadOptions& opts)
         lf.header.ncpus == 0 || lf.header.ncpus > 65536) {
       return Status::Error(p + ": corrupted file header");
     }
-    if (lf.header.ticks_per_second != files_[0].header.ticks_per_second) {
-      return Status::Error(p + ": clock frequency differs from " + files_[0].path +
-                           "; logs from different clocks cannot be merged");
-    }
+    lf.ns_per_tick = 1e9 / static_cast<double>(lf.header.ticks_per_second);
     GT_RETURN_IF_ERROR(IndexFile(static_cast<uint32_t>(files_.size() - 1)));
   }
   if (total_records_ == 0) {
@@ -249,6 +184,8 @@ Status LogSet::IndexFile(uint32_t index) {
   uint64_t valid_chunks = 0;
   bool have_end = false;
   TraceEndFields end_rec{};
+  Tick sync_ticks = 0;
+  uint64_t sync_ns = 0;
   uint64_t off = sizeof(FileHeader);
   while (off < f.file_size) {
     ChunkHeader h;
@@ -305,6 +242,14 @@ Status LogSet::IndexFile(uint32_t index) {
         pc.first = r;
         pc.first.body = nullptr;
       }
+      if (r.type == kClockSync) {
+        const uint8_t* bp = r.body;
+        uint64_t ns;
+        if (GetUvarint(&bp, r.body + r.body_len, &ns) && r.ts > sync_ticks) {
+          sync_ticks = r.ts;
+          sync_ns = ns;
+        }
+      }
       if (r.type == kTraceEnd) {
         if (!ParseTraceEnd(r, &end_rec)) {
           ok = false;
@@ -342,6 +287,13 @@ Status LogSet::IndexFile(uint32_t index) {
     warnings_.push_back(msg);
   }
 
+  // The clock: the longest interval between the start and a sync point.
+  const FileHeader& fh = f.header;
+  if (sync_ticks > fh.start_ticks && sync_ns > fh.start_ns + 1'000'000) {
+    f.ns_per_tick = static_cast<double>(sync_ns - fh.start_ns) /
+                    static_cast<double>(sync_ticks - fh.start_ticks);
+  }
+
   // Group into streams by serial, order by seq.
   std::map<uint32_t, std::vector<const PendingChunk*>> by_serial;
   for (const auto& c : chunks) by_serial[c.serial].push_back(&c);
@@ -364,7 +316,7 @@ Status LogSet::IndexFile(uint32_t index) {
       s.nrecords += list[i]->ref.nrecords;
     }
     const Record& first = list.front()->first;
-    s.first_ts = first.ts;
+    s.first_ts = f.ToNs(first.ts);
     if (serial != kProcessSerial && first.type == kThreadStart && list.front()->ref.seq == 0) {
       s.has_thread_start = true;
       s.start = first.start;
@@ -445,6 +397,8 @@ bool StreamCursor::Next(Record* r) {
     if (d == Decode::kOk) {
       win_begin_ += used;
       --records_left_;
+      r->ts = file_.ToNs(r->ts);
+      if (r->type == kWait) r->wait.duration = file_.DurationNs(r->wait.duration);
       // Clamp: a stream never goes back in time, and nothing a thread records
       // can precede the end of its previous wait (it was not running).
       if (r->ts < floor_) r->ts = floor_;

@@ -32,9 +32,10 @@ struct HeapFields { uint64_t bytes; };
 
 // One decoded record. Fixed records fill the union member named after their
 // type; variable records expose their raw body (valid until the cursor moves).
+// StreamCursor converts times and wait durations to nanoseconds.
 struct Record {
   RecordType type;
-  Tick ts;       // clamped so that a stream never goes back in time
+  Tick ts;       // ns (CLOCK_MONOTONIC), clamped so that a stream never goes back in time
   uint32_t cpu;
   union {
     uint64_t f[7];
@@ -71,6 +72,14 @@ struct LogFile {
   int fd = -1;
   FileHeader header{};
   uint64_t file_size = 0;
+  // Ticks to CLOCK_MONOTONIC nanoseconds: start_ns + (t - start_ticks) * ns_per_tick,
+  // with ns_per_tick from the header's estimate or, better, the latest kClockSync.
+  double ns_per_tick = 1.0;
+  uint64_t ToNs(Tick t) const {
+    const double d = static_cast<double>(static_cast<int64_t>(t - header.start_ticks)) * ns_per_tick;
+    return header.start_ns + static_cast<uint64_t>(static_cast<int64_t>(d));
+  }
+  uint64_t DurationNs(Tick d) const { return static_cast<uint64_t>(static_cast<double>(d) * ns_per_tick); }
 };
 
 struct Stream {
@@ -80,7 +89,7 @@ struct Stream {
   std::vector<ChunkRef> chunks;  // by seq
   uint64_t nrecords = 0;
   bool seq_gap = false;  // a chunk is missing (lost data)
-  // Pre-pass: the stream's first record.
+  // Pre-pass: the stream's first record (time in ns).
   Tick first_ts = 0;
   bool has_thread_start = false;  // first record is kThreadStart
   ThreadStartFields start{};

@@ -37,6 +37,7 @@ void InitFileHeader(FileHeader* h, uint64_t ticks_per_second, Tick start_ticks, 
   h->pid = pid;
   h->ppid = ppid;
   h->ncpus = ncpus;
+  h->start_ns = start_ticks;  // callers with a real clock overwrite it
 }
 
 const char* WaitKindName(WaitKind k) {

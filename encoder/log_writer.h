@@ -131,6 +131,21 @@ class ChunkWriter {
     PutVar(kTraceEnd, ts, cpu, body, static_cast<size_t>(b - body));
   }
 
+  void ClockSync(Tick ts, uint32_t cpu, uint64_t ns) {
+    uint8_t body[10];
+    uint8_t* b = PutUvarint(body, ns);
+    PutVar(kClockSync, ts, cpu, body, static_cast<size_t>(b - body));
+  }
+
+  // Continues a chunk whose payload (payload_bytes, holding nrecords records,
+  // the last at last_ticks) was already placed in this writer's memory.
+  void Resume(Tick base_ticks, size_t payload_bytes, uint32_t nrecords, Tick last_ticks) {
+    pos_ = mem_ + sizeof(ChunkHeader) + payload_bytes;
+    base_ticks_ = base_ticks;
+    last_ticks_ = last_ticks;
+    nrecords_ = nrecords;
+  }
+
   // Completes the chunk header, pads and checksums. The result stays valid
   // until the next Begin().
   SealedChunk Seal(uint32_t serial, uint32_t tid, uint32_t seq);

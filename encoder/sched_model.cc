@@ -253,12 +253,8 @@ void Replay::Advance(uint32_t s, bool at_top) {
 Status Replay::Run() {
   const auto& streams = logs_.streams();
   const auto& files = logs_.files();
-  const uint64_t freq = files[0].header.ticks_per_second;
-  auto to_ticks = [freq](uint64_t ns) {
-    return static_cast<Tick>(static_cast<long double>(ns) * freq / 1e9L);
-  };
-  threshold_ = to_ticks(opts_.block_threshold_ns);
-  skew_ = to_ticks(opts_.skew_tolerance_ns);
+  threshold_ = opts_.block_threshold_ns;  // record times are in ns
+  skew_ = opts_.skew_tolerance_ns;
 
   // Pre-pass: one thread per stream, goroutine ids, creation links.
   threads_.resize(streams.size());
@@ -269,7 +265,7 @@ Status Replay::Run() {
   release_pos_.assign(streams.size(), kNoThread);
   std::unordered_map<uint64_t, bool> goid_used;
   Tick t0 = std::numeric_limits<Tick>::max();
-  for (const auto& f : files) t0 = std::min(t0, f.header.start_ticks);
+  for (const auto& f : files) t0 = std::min(t0, f.header.start_ns);
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
     t0 = std::min(t0, st.first_ts);
@@ -285,7 +281,7 @@ Status Replay::Run() {
       if (st.start.create_id != 0) creates_.emplace(CreateKey(st.file, st.start.create_id), s);
     }
   }
-  stats_->start_ticks = t0;
+  stats_->start_ns = t0;
   now_ = t0;
   Snapshot(t0);
   now_ = t0 + 1;  // nothing else shares the snapshot's tick (Go >= 1.23 reads it as "at start")
@@ -318,7 +314,7 @@ Status Replay::Run() {
   if (!error_.empty()) return Status::Error(error_);
 
   EndOfTrace(std::max(now_, end_));
-  stats_->end_ticks = now_;
+  stats_->end_ns = now_;
   if (checker_) {
     std::string e = checker_->Finish();
     if (!e.empty()) return Status::Error("internal error: invalid trace at the end: " + e);

@@ -61,8 +61,8 @@ struct ModelStats {
   uint64_t preemptions = 0;       // inferred: another thread recorded on the CPU
   uint64_t dropped_records = 0;   // from kTraceEnd: lost in the recording process
   uint64_t ignored_records = 0;   // records of ended threads, misplaced records
-  uint64_t start_ticks = 0;
-  uint64_t end_ticks = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
 };
 
 // Replays `logs` into `writer`, filling `stacks` with the stack references and

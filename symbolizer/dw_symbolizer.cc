@@ -15,7 +15,11 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <cinttypes>
@@ -34,6 +38,63 @@ constexpr int kMaxDepth = 64;
 const Dwfl_Callbacks kCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = nullptr,
+};
+
+// Problem: with DEBUGINFOD_URLS set, dwfl_standard_find_debuginfo asks a
+// debuginfod server (over the network, possibly for minutes) about every
+// module without local debug info. Inside a traced process at exit that is
+// unacceptable, so the offline symbolizer searches only the standard local
+// places: /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink
+// name next to the file, in its .debug/ directory and under /usr/lib/debug.
+// Without DEBUGINFOD_URLS the standard function is already local-only.
+int LocalFindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, GElf_Addr base,
+                       const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                       char** debuginfo_file_name) {
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (urls == nullptr || urls[0] == '\0') {
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                        debuglink_crc, debuginfo_file_name);
+  }
+  std::vector<std::string> candidates;
+  const unsigned char* id = nullptr;
+  GElf_Addr id_vaddr;
+  const int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+  if (id_len > 1) {
+    static const char kHex[] = "0123456789abcdef";
+    std::string p = "/usr/lib/debug/.build-id/";
+    p += kHex[id[0] >> 4];
+    p += kHex[id[0] & 15];
+    p += '/';
+    for (int i = 1; i < id_len; ++i) {
+      p += kHex[id[i] >> 4];
+      p += kHex[id[i] & 15];
+    }
+    p += ".debug";
+    candidates.push_back(p);
+  }
+  if (debuglink_file != nullptr && file_name != nullptr) {
+    std::string dir = file_name;
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
+    candidates.push_back(dir + "/" + debuglink_file);
+    candidates.push_back(dir + "/.debug/" + debuglink_file);
+    candidates.push_back("/usr/lib/debug" + dir + "/" + debuglink_file);
+  }
+  for (const std::string& c : candidates) {
+    if (file_name != nullptr && c == file_name) continue;  // the module itself
+    const int fd = open(c.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    *debuginfo_file_name = strdup(c.c_str());
+    return fd;
+  }
+  return -1;
+}
+
+const Dwfl_Callbacks kOfflineCallbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = LocalFindDebuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
@@ -328,6 +389,8 @@ class Module {
  public:
   Module(std::string path, uint64_t bias)
       : path_(std::move(path)), base_(Basename(path_)), bias_(bias) {}
+  Module(std::string path, uint64_t bias, const Dwfl_Callbacks* callbacks)
+      : path_(std::move(path)), base_(Basename(path_)), bias_(bias), callbacks_(callbacks) {}
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   ~Module() {
@@ -346,7 +409,7 @@ class Module {
     opened_ = true;
     struct stat st;
     if (path_.empty() || stat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    dwfl_ = dwfl_begin(&kCallbacks);
+    dwfl_ = dwfl_begin(callbacks_);
     if (dwfl_ == nullptr) return false;
     dwfl_report_begin(dwfl_);
     mod_ = dwfl_report_elf(dwfl_, base_.c_str(), path_.c_str(), -1, bias_, true);
@@ -415,6 +478,7 @@ class Module {
   std::string path_;
   std::string base_;
   uint64_t bias_;
+  const Dwfl_Callbacks* callbacks_ = &kCallbacks;
   bool opened_ = false;
   Dwfl* dwfl_ = nullptr;
   Dwfl_Module* mod_ = nullptr;
@@ -426,10 +490,12 @@ class Module {
 
 class DwSymbolizer final : public Symbolizer {
  public:
+  explicit DwSymbolizer(bool offline) : callbacks_(offline ? &kOfflineCallbacks : &kCallbacks) {}
+
   void ModuleLoaded(const log::ModuleLoadFields& f) override {
     if (f.lo >= f.hi) return;
     auto [it, inserted] = modules_.try_emplace(std::make_pair(f.path, f.bias));
-    if (inserted) it->second = std::make_unique<Module>(f.path, f.bias);
+    if (inserted) it->second = std::make_unique<Module>(f.path, f.bias, callbacks_);
     maps_.push_back(Mapping{f.epoch, kNever, f.lo, f.hi, it->second.get()});
     sorted_ = false;
   }
@@ -490,14 +556,19 @@ class DwSymbolizer final : public Symbolizer {
   std::vector<uint32_t> order_;
   std::vector<uint64_t> max_hi_;
   bool sorted_ = true;
+  const Dwfl_Callbacks* callbacks_;
 };
 
 }  // namespace
 
-std::unique_ptr<Symbolizer> MakeDwSymbolizer() { return std::make_unique<DwSymbolizer>(); }
+std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
+  return std::make_unique<DwSymbolizer>(offline);
+}
 
-SymbolizerFactory DefaultSymbolizerFactory() {
-  return [](const log::LogFile&) -> std::unique_ptr<Symbolizer> { return MakeDwSymbolizer(); };
+SymbolizerFactory DefaultSymbolizerFactory(bool offline) {
+  return [offline](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
+    return MakeDwSymbolizer(offline);
+  };
 }
 
 }  // namespace gotrace

@@ -15,10 +15,13 @@
 
 namespace gotrace {
 
-// A symbolizer for one recorded process.
-std::unique_ptr<Symbolizer> MakeDwSymbolizer();
+// A symbolizer for one recorded process. `offline`: never ask a debuginfod
+// server (DEBUGINFOD_URLS) for debug info, only look in the standard local
+// places; the preloaded library's exit-time encode uses this.
+std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline = false);
 
-// What `gotrace encode` and the preloaded library use.
-SymbolizerFactory DefaultSymbolizerFactory();
+// What `gotrace encode` (online allowed) and the preloaded library (offline)
+// use.
+SymbolizerFactory DefaultSymbolizerFactory(bool offline = false);
 
 }  // namespace gotrace

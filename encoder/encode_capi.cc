@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/encode_capi.cc - libgotrace_encode.so's entry point -------===//
+//
+// Loaded by the preloaded library at exit (encoder/encode_api.h). Runs inside
+// the traced process, after its atexit handlers, so it must not throw, must
+// not touch the network (offline symbolization) and reports errors in the
+// result instead of printing them.
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "encoder/encode.h"
+#include "encoder/encode_api.h"
+#include "symbolizer/dw_symbolizer.h"
+
+namespace {
+
+void Copy(char* dst, size_t cap, const std::string& s) {
+  const size_t n = std::min(cap - 1, s.size());
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int gotrace_encode_v1(
+    const GotraceEncodeRequest* req, GotraceEncodeResult* res) {
+  std::memset(res, 0, sizeof *res);
+  if (req == nullptr || req->version != kGotraceEncodeApiVersion) {
+    Copy(res->error, sizeof res->error, "libgotrace_encode.so does not match libgotrace.so");
+    return 1;
+  }
+  gotrace::EncodeOptions opts;
+  opts.model.block_threshold_ns = req->block_threshold_ns;
+  opts.output_mode = gotrace::OutputMode::kUnique;
+  opts.file_mode = 0600;
+  opts.strict = true;
+  opts.symbolizer = gotrace::DefaultSymbolizerFactory(req->offline != 0);
+  gotrace::EncodeStats stats;
+  const std::string log = req->log_path;
+  const gotrace::Status st =
+      gotrace::Encode(std::span<const std::string>(&log, 1), req->out_path, opts, &stats);
+  if (!st.ok()) {
+    Copy(res->error, sizeof res->error, st.message());
+    return 1;
+  }
+  Copy(res->path, sizeof res->path, stats.output_path);
+  res->threads = stats.model.threads;
+  res->events = stats.events;
+  res->bytes = stats.bytes;
+  res->dropped_records = stats.model.dropped_records;
+  return 0;
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/config.cc - GOTRACE_* settings, read once at start --------===//
+#include "preload/config.h"
+
+#include <stdlib.h>
+#include <sys/auxv.h>
+
+#include "preload/sys/raw.h"
+
+namespace gotrace {
+namespace {
+
+void Invalid(const char* var, const char* value, const char* expected) {
+  char buf[512];
+  sys::Line l(buf, sizeof buf);
+  l.Str("ignoring ").Str(var).Str("='").Str(value).Str("': expected ").Str(expected);
+  sys::Log(l.c_str());
+}
+
+bool Truthy(const char* v) { return v[0] != '\0' && !sys::StrEq(v, "0"); }
+
+// Matches the comma-separated list item [s, e) against a name.
+bool ItemIs(const char* s, const char* e, const char* name) {
+  const char* n = name;
+  while (s < e && *n != '\0' && *s == *n) {
+    ++s;
+    ++n;
+  }
+  return s == e && *n == '\0';
+}
+
+}  // namespace
+
+void ReadConfig(Config* c) {
+  if (getauxval(AT_SECURE) != 0) {
+    c->enabled = false;  // H29: setuid/setgid/capabilities: never trace
+    return;
+  }
+  const char* v;
+  if ((v = getenv("GOTRACE_DISABLE")) && Truthy(v)) c->enabled = false;
+  if ((v = getenv("GOTRACE_QUIET"))) c->quiet = Truthy(v);
+  if ((v = getenv("GOTRACE_KEEP_LOG"))) c->keep_log = Truthy(v);
+  if ((v = getenv("GOTRACE_UNWIND")) && *v) {
+    if (sys::StrEq(v, "fp")) c->unwind = UnwindMode::kFp;
+    else if (sys::StrEq(v, "libunwind")) c->unwind = UnwindMode::kLibunwind;
+    else if (sys::StrEq(v, "none")) c->unwind = UnwindMode::kNone;
+    else Invalid("GOTRACE_UNWIND", v, "fp, libunwind or none");
+  }
+  if ((v = getenv("GOTRACE_DEPTH")) && *v) {
+    uint64_t d;
+    if (sys::ParseU64(v, &d) && d >= 1 && d <= 128) c->depth = static_cast<uint32_t>(d);
+    else Invalid("GOTRACE_DEPTH", v, "a number of frames from 1 to 128");
+  }
+  if ((v = getenv("GOTRACE_BUFFER_KB")) && *v) {
+    uint64_t kb;
+    if (sys::ParseU64(v, &kb) && kb >= 4 && kb <= 65536) c->buffer_kb = static_cast<uint32_t>(kb);
+    else Invalid("GOTRACE_BUFFER_KB", v, "a size in KiB from 4 to 65536");
+  }
+  if ((v = getenv("GOTRACE_BLOCK_US")) && *v) {
+    uint64_t us;
+    if (sys::ParseU64(v, &us) && us <= 3'600'000'000ull) c->block_threshold_ns = us * 1000;
+    else Invalid("GOTRACE_BLOCK_US", v, "a number of microseconds");
+  }
+  if ((v = getenv("GOTRACE_EVENTS")) && *v) {
+    uint32_t groups = 0;
+    bool ok = true;
+    for (const char* s = v; ok;) {
+      const char* e = s;
+      while (*e != '\0' && *e != ',') ++e;
+      if (ItemIs(s, e, "all")) groups |= kGroupAll;
+      else if (ItemIs(s, e, "none")) groups |= 0;
+      else if (ItemIs(s, e, "sync")) groups |= kGroupSync;
+      else if (ItemIs(s, e, "sleep")) groups |= kGroupSleep;
+      else if (ItemIs(s, e, "io")) groups |= kGroupIo;
+      else if (ItemIs(s, e, "heap")) groups |= kGroupHeap;
+      else ok = false;
+      if (*e == '\0') break;
+      s = e + 1;
+    }
+    if (ok) c->events = groups;
+    else Invalid("GOTRACE_EVENTS", v, "a comma-separated list of all, none, sync, sleep, io, heap");
+  }
+  if ((v = getenv("GOTRACE_OUT")) && *v) {
+    const size_t n = sys::StrLen(v);
+    if (n < sizeof c->out_template) {
+      for (size_t i = 0; i <= n; ++i) c->out_template[i] = v[i];
+    } else {
+      Invalid("GOTRACE_OUT", "...", "a path shorter than 1024 bytes");
+    }
+  }
+}
+
+bool ExpandOutputPath(const char* tmpl, int pid, const char* exe, const char* cwd, char* out,
+                      unsigned long cap) {
+  sys::Line l(out, cap);
+  if (tmpl[0] != '/') l.Str(cwd).Char('/');
+  for (const char* p = tmpl; *p != '\0'; ++p) {
+    if (p[0] == '%' && p[1] == 'p') {
+      l.U64(static_cast<uint64_t>(pid));
+      ++p;
+    } else if (p[0] == '%' && p[1] == 'e') {
+      l.Str(exe);
+      ++p;
+    } else if (p[0] == '%' && p[1] == '%') {
+      l.Char('%');
+      ++p;
+    } else {
+      l.Char(*p);
+    }
+  }
+  return l.size() + 1 < cap;
+}
+
+}  // namespace gotrace

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/config.h - GOTRACE_* settings, read once at start ---------===//
+//
+// DESIGN.md §6. Every variable is read once in the constructor; an invalid
+// value prints one line and is ignored. In secure-execution mode (setuid,
+// file capabilities: AT_SECURE) nothing is read and tracing stays off (H29).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace gotrace {
+
+enum class UnwindMode : uint8_t { kFp, kLibunwind, kNone };
+
+// Interposer groups (GOTRACE_EVENTS).
+enum EventGroup : uint32_t {
+  kGroupSync = 1u << 0,   // mutex, rwlock, cond, sem, barrier, futex, join
+  kGroupSleep = 1u << 1,  // nanosleep, clock_nanosleep, usleep, sleep
+  kGroupIo = 1u << 2,     // blocking system calls and network waits
+  kGroupHeap = 1u << 3,   // malloc family
+  kGroupAll = kGroupSync | kGroupSleep | kGroupIo | kGroupHeap,
+};
+
+struct Config {
+  bool enabled = true;
+  bool quiet = false;
+  bool keep_log = false;
+  UnwindMode unwind = UnwindMode::kFp;
+  uint32_t depth = 64;                   // frames per stack, 1..128
+  uint32_t events = kGroupAll;
+  uint32_t buffer_kb = 64;               // per-thread buffer
+  uint64_t block_threshold_ns = 20'000;  // passed to the encoder
+  char out_template[1024] = "gotrace.%p.trace";
+};
+
+// Reads the environment into *c; reports invalid values on stderr.
+void ReadConfig(Config* c);
+
+// Expands %p (pid), %e (executable name) and %% in tmpl; a relative result is
+// made absolute against cwd. False if it does not fit.
+bool ExpandOutputPath(const char* tmpl, int pid, const char* exe, const char* cwd, char* out,
+                      unsigned long cap);
+
+}  // namespace gotrace

@@ -1,0 +1,720 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/runtime.cc - per-thread recording and the process log -----===//
+#include "preload/runtime.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "encoder/log_decode.h"
+#include "encoder/encode_api.h"
+#include "preload/real.h"
+#include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
+#include "unwind/fp_unwind.h"
+#include "unwind/stack_depot.h"
+
+extern "C" void* __libc_stack_end;  // ld.so: the initial stack pointer
+
+namespace gotrace {
+
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+// G7: global state lives in static storage, is never destroyed (exit paths
+// and late threads may still use it), and holds only trivially destructible
+// members.
+alignas(64) Globals g;
+static_assert(std::is_trivially_destructible_v<Globals>);
+
+namespace {
+
+constexpr uint32_t kMaxThreads = 1u << 16;  // concurrently registered
+constexpr int kDtorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
+
+unwind::StackDepot g_depot;
+pthread_key_t g_key;
+
+// --- The pool of thread records ---------------------------------------------
+// Slot i lives at g_pool + i * g_slot_bytes: the ThreadRec, then its chunk
+// buffer. Memory is reserved once (MAP_NORESERVE) and committed as touched;
+// slots of exited threads are reused through a lock-free free list whose head
+// carries a tag against ABA.
+uint8_t* g_pool = nullptr;
+size_t g_slot_bytes = 0;
+std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
+std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
+std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
+
+ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(g_pool + size_t{i} * g_slot_bytes); }
+
+ThreadRec* AllocRec() {
+  uint64_t head = g_free_head.load(std::memory_order_acquire);
+  while (static_cast<uint32_t>(head) != 0xffffffffu) {
+    const uint32_t i = static_cast<uint32_t>(head);
+    const uint64_t next = ((head >> 32) + 1) << 32 | g_free_next[i].load(std::memory_order_relaxed);
+    if (g_free_head.compare_exchange_weak(head, next, std::memory_order_acq_rel)) return Slot(i);
+  }
+  const uint32_t i = g_pool_used.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kMaxThreads) {
+    g_pool_used.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  ThreadRec* r = new (Slot(i)) ThreadRec();
+  r->index = i;
+  r->mem = reinterpret_cast<uint8_t*>(r) + ((sizeof(ThreadRec) + 63) & ~size_t{63});
+  r->mem_bytes = g_slot_bytes - static_cast<size_t>(r->mem - reinterpret_cast<uint8_t*>(r));
+  return r;
+}
+
+void FreeRec(ThreadRec* r) {
+  r->in_use.store(0, std::memory_order_release);
+  uint64_t head = g_free_head.load(std::memory_order_relaxed);
+  for (;;) {
+    g_free_next[r->index].store(static_cast<uint32_t>(head), std::memory_order_relaxed);
+    const uint64_t next = ((head >> 32) + 1) << 32 | r->index;
+    if (g_free_head.compare_exchange_weak(head, next, std::memory_order_release)) return;
+  }
+}
+
+// --- Writing chunks -----------------------------------------------------------
+
+// Writes a sealed chunk at a freshly reserved offset. `final_flush` is the
+// exit path itself, which writes after the phase changed.
+bool WriteChunk(const log::SealedChunk& c, bool final_flush) {
+  g.writers.fetch_add(1, std::memory_order_seq_cst);
+  if (!final_flush && g.phase.load(std::memory_order_seq_cst) != Phase::kReady) {
+    g.writers.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  const uint64_t off = g.log_offset.fetch_add(c.size, std::memory_order_relaxed);
+  const long rc = sys::PwriteAll(g.log_fd, c.data, c.size, off);
+  if (rc == 0) {
+    g.chunks_written.fetch_add(1, std::memory_order_relaxed);
+  } else if (g.chunks_dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
+    char buf[256];
+    sys::Line l(buf, sizeof buf);
+    l.Str("cannot write the event log ").Str(g.log_path).Str(" (errno ").U64(static_cast<uint64_t>(-rc));
+    l.Str("); dropping events from now on, the trace will have gaps");
+    sys::Log(l.c_str());
+  }
+  g.writers.fetch_sub(1, std::memory_order_release);
+  return rc == 0;
+}
+
+void BeginChunk(ThreadRec* r, Tick base) {
+  r->w.Begin(base);
+  r->chunk_base.store(base, std::memory_order_relaxed);
+  r->committed.store(0, std::memory_order_release);
+}
+
+// A clock sync point: lets the encoder refine the tick frequency from the
+// longest interval available, even when the process never reaches its exit.
+void AppendClockSync(log::ChunkWriter* w, uint32_t cpu) {
+  const Tick t = sys::Ticks();
+  const uint64_t ns = sys::MonotonicNs();
+  w->ClockSync(t, cpu, ns);
+}
+
+// --- The process stream: modules, clock, end ------------------------------
+// Rare writers (init, dlopen/dlclose, exit) serialise on a spinlock; the
+// memory is static.
+alignas(64) uint8_t g_proc_mem[64 << 10];
+log::ChunkWriter g_proc_w;
+uint32_t g_proc_seq = 0;
+std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
+
+class ProcLock {
+ public:
+  ProcLock() {
+    while (g_proc_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  }
+  ~ProcLock() {
+    if (held_) g_proc_lock.clear(std::memory_order_release);
+  }
+  // Hooks never wait for the lock (a holder may be waiting for the loader
+  // lock that this thread holds, H21): they try once.
+  struct Try {};
+  explicit ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acquire)) {}
+  bool held() const { return held_; }
+
+ private:
+  bool held_ = true;
+};
+
+void ProcFlush(bool final_flush) {
+  if (g_proc_w.empty()) return;
+  const log::SealedChunk c = g_proc_w.Seal(log::kProcessSerial, 0, g_proc_seq++);
+  WriteChunk(c, final_flush);
+  g_proc_w.Begin(sys::Ticks());
+}
+
+void ProcReserve(size_t n, bool final_flush) {
+  if (!g_proc_w.Fits(n)) ProcFlush(final_flush);
+}
+
+// Known modules, to report loads and unloads as differences. Written under
+// the process lock; read without it by PcKnown (entries are appended and
+// published by g_nmodules; `alive` is atomic).
+struct Module {
+  uintptr_t bias, lo, hi;
+  bool seen;
+  std::atomic<bool> alive;
+};
+constexpr size_t kMaxModules = 4096;
+Module g_modules[kMaxModules];
+std::atomic<size_t> g_nmodules{0};
+bool g_final_rescan = false;
+unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
+
+bool PcKnown(uintptr_t pc) {
+  const size_t n = g_nmodules.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    const Module& m = g_modules[i];
+    if (pc >= m.lo && pc < m.hi && m.alive.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+int OnModule(dl_phdr_info* info, size_t, void* changed) {
+  // dlpi_adds/dlpi_subs count objects loaded and unloaded since start: when
+  // they did not move, the list did not change and one callback suffices.
+  if (changed != nullptr) {
+    if (info->dlpi_adds == g_seen_adds && info->dlpi_subs == g_seen_subs) return 1;
+    *static_cast<bool*>(changed) = true;
+  }
+  g_seen_adds = info->dlpi_adds;
+  g_seen_subs = info->dlpi_subs;
+  uintptr_t lo = ~uintptr_t{0}, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+    hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (hi == 0) return 0;
+  const size_t known = g_nmodules.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < known; ++i) {
+    Module& m = g_modules[i];
+    if (m.alive.load(std::memory_order_relaxed) && m.bias == info->dlpi_addr && m.lo == lo &&
+        m.hi == hi) {
+      m.seen = true;
+      return 0;
+    }
+  }
+  if (known == kMaxModules) return 0;
+  Module& nm = g_modules[known];
+  nm.bias = info->dlpi_addr;
+  nm.lo = lo;
+  nm.hi = hi;
+  nm.seen = true;
+  nm.alive.store(true, std::memory_order_relaxed);
+  g_nmodules.store(known + 1, std::memory_order_release);
+  // The main executable has an empty name; the kernel knows its path.
+  char exe[1024];
+  const char* path = info->dlpi_name;
+  if (path == nullptr || path[0] == '\0') {
+    const long n = sys::Readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    path = exe;
+  }
+  const size_t len = std::min<size_t>(sys::StrLen(path), 4000);
+  ProcReserve(log::ChunkWriter::VarRecordBound(60 + len), g_final_rescan);
+  g_proc_w.ModuleLoad(sys::Ticks(), 0, g.epoch.load(), info->dlpi_addr, lo, hi,
+                      std::string_view(path, len));
+  return 0;
+}
+
+// `only_if_changed`: return at once when the loader's counters show no change.
+void RescanLocked(bool after_unload, bool only_if_changed) {
+  const size_t known = g_nmodules.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < known; ++i) g_modules[i].seen = false;
+  bool changed = false;
+  dl_iterate_phdr(OnModule, only_if_changed ? &changed : nullptr);
+  if (only_if_changed && !changed) return;
+  if (after_unload) ++g.epoch;  // stacks captured from now on may differ
+  for (size_t i = 0; i < g_nmodules.load(std::memory_order_relaxed); ++i) {
+    Module& m = g_modules[i];
+    if (m.alive.load(std::memory_order_relaxed) && !m.seen) {
+      m.alive.store(false, std::memory_order_relaxed);
+      ProcReserve(log::ChunkWriter::VarRecordBound(40), g_final_rescan);
+      g_proc_w.ModuleUnload(sys::Ticks(), 0, g.epoch.load(), m.lo, m.hi);
+    }
+  }
+}
+
+void ThreadKeyDestructor(void* v) {
+  const auto iter = reinterpret_cast<uintptr_t>(v);
+  if (iter > 1) {
+    // Re-arm so that we run after every other TSD destructor (H25).
+    pthread_setspecific(g_key, reinterpret_cast<void*>(iter - 1));
+    return;
+  }
+  FinishCurrentThread();
+}
+
+void StackBoundsOf(ThreadRec* r, bool main_thread) {
+  pthread_attr_t attr;
+  void* addr = nullptr;
+  size_t size = 0;
+  // pthread_getattr_np allocates (the affinity mask): we are inside the
+  // tracer (depth > 0), so that is not traced.
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+  }
+  r->stack_lo = reinterpret_cast<uintptr_t>(addr);
+  r->stack_hi = r->stack_lo + size;
+  if (main_thread && __libc_stack_end != nullptr) {
+    // The main stack grows on demand; everything below the initial stack
+    // pointer and above the current one is mapped.
+    r->stack_hi = reinterpret_cast<uintptr_t>(__libc_stack_end) + 4096;
+  }
+  if (r->stack_hi <= r->stack_lo) r->stack_lo = r->stack_hi = 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Registration
+
+ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags) {
+  if (t_state.rec != nullptr) return t_state.rec;
+  if (t_state.status != kThreadNew || g.phase.load(std::memory_order_acquire) != Phase::kReady)
+    return nullptr;
+  TracerScope tracer;
+  ThreadRec* r = AllocRec();
+  if (r == nullptr) {
+    t_state.status = kThreadUntraced;
+    if (g.untraced_threads.fetch_add(1, std::memory_order_relaxed) == 0)
+      sys::Log("too many threads at once: some threads are not traced");
+    return nullptr;
+  }
+  r->serial = g.next_serial.fetch_add(1, std::memory_order_relaxed);
+  r->tid = static_cast<uint32_t>(sys::GetTid());
+  r->seq = 0;
+  r->inflight.kind.store(0, std::memory_order_relaxed);
+  StackBoundsOf(r, (flags & log::kThreadMain) != 0);
+  r->w.Init(r->mem, r->mem_bytes);
+  const Tick now = sys::Ticks();
+  BeginChunk(r, now);
+  r->in_use.store(1, std::memory_order_release);
+  r->w.ThreadStart(now, sys::CurrentCpu(), create_id, start_pc,
+                   static_cast<uint64_t>(pthread_self()), flags);
+  Commit(r);
+  pthread_setspecific(g_key, reinterpret_cast<void*>(uintptr_t{kDtorIterations}));
+  t_state.rec = r;
+  t_state.status = kThreadTraced;
+  return r;
+}
+
+void RegisterMainThread() {
+  if (t_state.rec != nullptr || g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
+  RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
+                            log::kThreadMain | log::kThreadExisted);
+}
+
+void FinishCurrentThread() {
+  ThreadRec* r = t_state.rec;
+  if (r == nullptr) return;
+  TracerScope tracer;
+  t_state.rec = nullptr;
+  t_state.status = kThreadExited;
+  if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+    if (Reserve(r, log::kMaxFixedRecordBytes + 64)) {
+      r->w.ThreadEnd(sys::Ticks(), sys::CurrentCpu());
+      Commit(r);
+    }
+    if (!r->w.empty()) {
+      const log::SealedChunk c = r->w.Seal(r->serial, r->tid, r->seq++);
+      WriteChunk(c, false);
+    }
+    FreeRec(r);
+  }
+  // After shutdown the final flush owns the buffer: leave it in place.
+}
+
+// ---------------------------------------------------------------------------
+// Recording
+
+bool SpillSlow(ThreadRec* r) {
+  TracerScope tracer;
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
+    g.records_dropped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (r->w.Fits(64)) AppendClockSync(&r->w, sys::CurrentCpu());
+  const log::SealedChunk c = r->w.Seal(r->serial, r->tid, r->seq++);
+  const bool ok = WriteChunk(c, false);
+  BeginChunk(r, sys::Ticks());
+  if (!ok) g.records_dropped.fetch_add(1, std::memory_order_relaxed);
+  return ok;
+}
+
+uint32_t CaptureStack(const HookScope& s, const void* frame) {
+  if (g.config.unwind == UnwindMode::kNone) return 0;
+  ThreadRec* r = s.rec();
+  uint64_t pcs[log::kMaxStackDepth];
+  const auto f = reinterpret_cast<uintptr_t>(frame);
+  unwind::FpBounds b{f, r->stack_hi};
+  size_t n;
+  if (f >= r->stack_lo && f < r->stack_hi) {
+    n = unwind::FpUnwind(frame, b, pcs, g.config.depth);
+  } else {
+    // Not on the thread's stack (sigaltstack, a fiber): only our own frame,
+    // which we know is readable, gives the caller.
+    pcs[0] = reinterpret_cast<const uint64_t*>(frame)[1];
+    n = 1;
+  }
+  // Drop frames in our own library (the thread start trampoline).
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (pcs[i] < g.self_lo || pcs[i] >= g.self_hi) pcs[k++] = pcs[i];
+  if (k == 0) return 0;
+  bool fresh;
+  const uint32_t id = g_depot.Intern(pcs, k, g.epoch.load(std::memory_order_relaxed), &fresh);
+  if (fresh) {
+    // A PC outside every known module: something was loaded (dlopen is not
+    // interposed). Rescan if the loader's counters moved and nobody else is.
+    for (size_t i = 0; i < k; ++i) {
+      if (!PcKnown(pcs[i])) {
+        ProcLock lock{ProcLock::Try{}};
+        if (lock.held()) RescanLocked(false, true);
+        break;
+      }
+    }
+  }
+  if (fresh && Reserve(r, log::ChunkWriter::StackDefBound(k))) {
+    r->w.StackDef(sys::Ticks(), sys::CurrentCpu(), id, g.epoch.load(std::memory_order_relaxed), pcs, k);
+    Commit(r);
+  }
+  return id;
+}
+
+WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame)
+    : rec_(s.rec()), kind_(kind), obj_(obj) {
+  stack_ = CaptureStack(s, frame);
+  cpu0_ = sys::CurrentCpu();
+  t0_ = sys::Ticks();
+  InFlight& f = rec_->inflight;
+  f.cpu = cpu0_;
+  f.stack = stack_;
+  f.obj = obj;
+  f.aux = 0;
+  f.t0 = t0_;
+  f.kind.store(static_cast<uint32_t>(kind), std::memory_order_release);
+}
+
+void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
+  const Tick t1 = sys::Ticks();
+  const int saved_errno = errno;  // H31
+  rec_->inflight.kind.store(0, std::memory_order_relaxed);
+  if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
+    rec_->w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
+    Commit(rec_);
+  }
+  errno = saved_errno;
+}
+
+void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,
+                   uint32_t cpu, const void* frame) {
+  const uint32_t stack = CaptureStack(s, frame);
+  ThreadRec* r = s.rec();
+  if (Reserve(r, log::kMaxFixedRecordBytes)) {
+    r->w.Release(t, cpu, kind, obj, count, stack);
+    Commit(r);
+  }
+}
+
+void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, uintptr_t start_pc,
+                  const void* frame) {
+  const uint32_t stack = CaptureStack(s, frame);
+  ThreadRec* r = s.rec();
+  if (Reserve(r, log::kMaxFixedRecordBytes)) {
+    r->w.ThreadCreate(t, cpu, create_id, start_pc, stack);
+    Commit(r);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+
+void RescanModules(bool after_unload) {
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
+  TracerScope tracer;
+  ProcLock lock;
+  RescanLocked(after_unload, false);
+}
+
+void Disable(const char* why) {
+  Phase p = g.phase.load(std::memory_order_acquire);
+  while (p == Phase::kReady || p == Phase::kUninit) {
+    if (g.phase.compare_exchange_weak(p, Phase::kDisabled)) {
+      char buf[512];
+      sys::Line l(buf, sizeof buf);
+      l.Str(why).Str("; tracing is off, the program continues");
+      sys::Log(l.c_str());
+      return;
+    }
+  }
+}
+
+namespace {
+
+// Writes the log's file header (again at the end, with the best frequency).
+void WriteHeader() {
+  log::FileHeader h;
+  log::InitFileHeader(&h, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns), g.start_ticks,
+                      static_cast<uint32_t>(g.pid), static_cast<uint32_t>(sys::GetPPid()),
+                      g.ncpus);
+  h.start_ns = g.start_ns;
+  (void)sys::PwriteAll(g.log_fd, &h, sizeof h, 0);
+}
+
+// Copies what a (possibly running) thread committed and writes it as its
+// last chunk, plus the wait it is blocked in, if any.
+alignas(64) uint8_t g_flush_mem[(64u << 20) + 4096];
+
+void FlushAtExit(ThreadRec* r) {
+  const uint32_t committed = r->committed.load(std::memory_order_acquire);
+  const Tick base = r->chunk_base.load(std::memory_order_relaxed);
+  const size_t cap = std::min(sizeof g_flush_mem, r->mem_bytes + 1024);
+  std::memcpy(g_flush_mem + sizeof(log::ChunkHeader), r->mem + sizeof(log::ChunkHeader), committed);
+  const log::PayloadScan scan =
+      log::ScanPayload(g_flush_mem + sizeof(log::ChunkHeader), committed, base);
+  log::ChunkWriter w;
+  w.Init(g_flush_mem, cap);
+  w.Resume(base, scan.bytes, scan.records, scan.last_ts);
+  const InFlight& f = r->inflight;
+  const uint32_t kind = f.kind.load(std::memory_order_acquire);
+  if (kind != 0 && w.Fits(log::kMaxFixedRecordBytes)) {
+    w.Wait(f.t0, f.cpu, static_cast<WaitKind>(kind), log::kWaitOpen, f.obj, f.aux, 0, f.cpu,
+           f.stack);
+  }
+  if (w.empty()) return;
+  const log::SealedChunk c = w.Seal(r->serial, r->tid, r->seq);
+  WriteChunk(c, true);
+}
+
+void EncodeAtExit() {
+  const Tick t0 = sys::Ticks();
+  char so[1200];
+  sys::Line l(so, sizeof so);
+  l.Str(g.self_path).Str("/libgotrace_encode.so");
+  void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);  // libc's: we do not interpose dlopen
+  auto fn = h ? reinterpret_cast<decltype(&gotrace_encode_v1)>(dlsym(h, "gotrace_encode_v1"))
+              : nullptr;
+  if (fn == nullptr) {
+    char buf[2048];
+    sys::Line m(buf, sizeof buf);
+    m.Str("cannot load ").Str(so).Str(" (").Str(h ? "no entry point" : dlerror()).Str("); the event log is kept: ");
+    m.Str("gotrace encode ").Str(g.log_path).Str(" -o ").Str(g.out_path);
+    sys::Log(m.c_str());
+    return;
+  }
+  GotraceEncodeRequest req{};
+  req.version = kGotraceEncodeApiVersion;
+  req.log_path = g.log_path;
+  req.out_path = g.out_path;
+  req.block_threshold_ns = g.config.block_threshold_ns;
+  req.offline = 1;
+  GotraceEncodeResult res{};
+  const int rc = fn(&req, &res);
+  const uint64_t ms100 = (sys::Ticks() - t0) * 100 /
+                         std::max<uint64_t>(1, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns));
+  char buf[4096];
+  sys::Line m(buf, sizeof buf);
+  if (rc != 0) {
+    m.Str("could not write the trace: ").Str(res.error).Str("; the event log is kept: ");
+    m.Str("gotrace encode ").Str(g.log_path).Str(" -o ").Str(g.out_path);
+    sys::Log(m.c_str());
+    return;
+  }
+  if (!g.config.keep_log) sys::Unlink(g.log_path);
+  if (g.config.quiet) return;
+  // Show the path relative to the directory the program started in.
+  const char* shown = res.path;
+  const size_t cl = sys::StrLen(g.cwd);
+  bool under = cl > 0;
+  for (size_t i = 0; i < cl && under; ++i) under = res.path[i] == g.cwd[i];
+  if (under && res.path[cl] == '/') shown = res.path + cl + 1;
+  m.Str("wrote ").Str(shown).Str(" (").Grouped(res.threads).Str(res.threads == 1 ? " thread, " : " threads, ");
+  m.Grouped(res.events).Str(" events, ").Bytes(res.bytes).Str(") in ").Fixed(ms100).Str(" s; view with: go tool trace ").Str(shown);
+  sys::Log(m.c_str());
+  if (res.dropped_records > 0 || g.chunks_dropped.load() > 0) {
+    char b2[256];
+    sys::Line d(b2, sizeof b2);
+    d.Str("the trace has gaps: ").Grouped(res.dropped_records).Str(" records dropped");
+    sys::Log(d.c_str());
+  }
+}
+
+}  // namespace
+
+void FinishProcess() {
+  if (sys::GetPid() != g.pid) return;  // a forked child: the log is the parent's
+  Phase expected = Phase::kReady;
+  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
+    return;
+  TracerScope tracer;
+  // Let in-flight spills finish (bounded: a pwrite of one chunk).
+  for (int i = 0; i < 20000 && g.writers.load(std::memory_order_seq_cst) != 0; ++i) sched_yield();
+
+  const uint32_t used = std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads);
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadRec* r = Slot(i);
+    if (r->in_use.load(std::memory_order_acquire) != 0) FlushAtExit(r);
+  }
+  {
+    ProcLock lock;
+    g_final_rescan = true;
+    RescanLocked(false, false);
+    ProcReserve(128, true);
+    AppendClockSync(&g_proc_w, sys::CurrentCpu());
+    const Tick end = sys::Ticks();
+    ProcFlush(true);  // everything but the end record
+    g_proc_w.TraceEnd(end, 0, g.records_dropped.load(), g.chunks_dropped.load(),
+                      g.chunks_written.load());
+    ProcFlush(true);
+  }
+  WriteHeader();
+  EncodeAtExit();
+}
+
+// ---------------------------------------------------------------------------
+// Initialization
+
+namespace {
+
+void AtExit() { FinishProcess(); }
+
+bool OpenLog() {
+  const char* exe = program_invocation_short_name ? program_invocation_short_name : "program";
+  if (!ExpandOutputPath(g.config.out_template, g.pid, exe, g.cwd, g.out_path, sizeof g.out_path)) {
+    sys::Log("GOTRACE_OUT is too long; tracing is off");
+    return false;
+  }
+  // The log sits next to the trace (same filesystem; tracewrap finds it after
+  // a crash). Created exclusively, 0600, close-on-exec (H16).
+  for (unsigned n = 0; n < 100; ++n) {
+    sys::Line l(g.log_path, sizeof g.log_path);
+    l.Str(g.out_path);
+    if (n > 0) l.Char('.').U64(n);
+    l.Str(".gtlog");
+    const long fd = sys::OpenAt(-100, g.log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd == -EEXIST) continue;
+    if (fd < 0) {
+      char buf[1400];
+      sys::Line m(buf, sizeof buf);
+      m.Str("cannot create ").Str(g.log_path).Str(" (errno ").U64(static_cast<uint64_t>(-fd)).Str("); tracing is off");
+      sys::Log(m.c_str());
+      return false;
+    }
+    // Keep our descriptor out of the range programs close or dup2 over (H27).
+    const long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 512);
+    if (high >= 0) {
+      sys::Close(static_cast<int>(fd));
+      g.log_fd = static_cast<int>(high);
+    } else {
+      g.log_fd = static_cast<int>(fd);
+    }
+    return true;
+  }
+  sys::Log("cannot find a free name for the event log; tracing is off");
+  return false;
+}
+
+void FindSelf() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&FindSelf), &info) == 0 || info.dli_fname == nullptr) return;
+  const char* path = info.dli_fname;
+  size_t n = sys::StrLen(path), slash = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (path[i] == '/') slash = i;
+  sys::Line l(g.self_path, sizeof g.self_path);
+  if (slash == 0) l.Str(".");
+  else l.Str(path, slash);
+  // Our code's address range, to cut tracer frames out of stacks.
+  struct Ctx {
+    uintptr_t base, lo, hi;
+  } ctx{reinterpret_cast<uintptr_t>(info.dli_fbase), ~uintptr_t{0}, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* p) {
+        auto* c = static_cast<Ctx*>(p);
+        if (i->dlpi_addr != c->base) return 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const ElfW(Phdr)& ph = i->dlpi_phdr[k];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          c->lo = std::min<uintptr_t>(c->lo, i->dlpi_addr + ph.p_vaddr);
+          c->hi = std::max<uintptr_t>(c->hi, i->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        return 1;
+      },
+      &ctx);
+  if (ctx.hi > ctx.lo) {
+    g.self_lo = ctx.lo;
+    g.self_hi = ctx.hi;
+  }
+}
+
+__attribute__((constructor(101))) void Init() {
+  if (g.phase.load() != Phase::kUninit) return;
+  TracerScope tracer;
+  ReadConfig(&g.config);
+  if (!g.config.enabled) {
+    g.phase.store(Phase::kDisabled);
+    return;
+  }
+  sys::InitClock();
+  g.start_ns = sys::MonotonicNs();
+  g.start_ticks = sys::Ticks();
+  g.pid = sys::GetPid();
+  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
+  g.ncpus = nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
+  if (sys::Getcwd(g.cwd, sizeof g.cwd) < 0) g.cwd[0] = '\0';
+  const char* missing = nullptr;
+  if (!real::ResolveAll(&missing)) {
+    char buf[256];
+    sys::Line l(buf, sizeof buf);
+    l.Str("the C library lacks ").Str(missing);
+    Disable(buf);
+    return;
+  }
+  FindSelf();
+  g_slot_bytes = (((sizeof(ThreadRec) + 63) & ~size_t{63}) + size_t{g.config.buffer_kb} * 1024 + 4095) &
+                 ~size_t{4095};
+  g_pool = static_cast<uint8_t*>(sys::MapMemory(g_slot_bytes * kMaxThreads));
+  if (g_pool == nullptr || !g_depot.Init(size_t{1} << 20, size_t{64} << 20)) {
+    Disable("cannot reserve memory for the tracer");
+    return;
+  }
+  if (pthread_key_create(&g_key, ThreadKeyDestructor) != 0) {
+    Disable("cannot create a thread-specific key");
+    return;
+  }
+  if (!OpenLog()) {
+    g.phase.store(Phase::kDisabled);
+    return;
+  }
+  WriteHeader();
+  g_proc_w.Init(g_proc_mem, sizeof g_proc_mem);
+  g_proc_w.Begin(g.start_ticks);
+  g.events = g.config.events;
+  g.phase.store(Phase::kReady, std::memory_order_release);
+  RescanModules(false);
+  // Registered early, so it runs late: after the program's own atexit
+  // handlers and static destructors (H26).
+  atexit(AtExit);
+}
+
+__attribute__((destructor(101))) void Fini() { FinishProcess(); }
+
+}  // namespace
+}  // namespace gotrace

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/runtime.h - per-thread recording and the process log ------===//
+//
+// Each traced thread owns a ThreadRec: a fixed buffer holding the current
+// chunk of its event log. Hooks append records to it without locks or
+// allocation; a full buffer is sealed and written to the process's log file
+// at an offset reserved with one atomic add, so threads spill concurrently
+// and memory per thread is bounded. At exit the final flush copies what every
+// thread committed (they may still be running), adds an open wait for threads
+// blocked at that moment, writes the end record, and the encoder turns the
+// log into the trace (DESIGN.md §2).
+//
+// Concurrency protocol (exit vs. spills): a spill increments `writers`, then
+// checks the phase; the final flush sets the phase, then waits for `writers`
+// to drain (sequentially consistent, so one of the two always sees the
+// other). After that no thread seals or resets its buffer again, and the
+// flush copies each buffer's committed prefix, which its owner never touches.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "encoder/log_format.h"
+#include "encoder/log_writer.h"
+#include "preload/config.h"
+
+#define GT_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define GT_NOINLINE __attribute__((noinline))
+#define GT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gotrace {
+
+using log::Tick;
+using log::WaitKind;
+
+enum class Phase : uint32_t {
+  kUninit = 0,    // before the constructor: hooks pass through
+  kReady = 1,     // recording
+  kShutdown = 2,  // final flush done or in progress: hooks pass through
+  kDisabled = 3,  // tracing off (configuration or an internal failure)
+};
+
+// A wait in progress, published before blocking so that the final flush can
+// show a thread that is still blocked at exit as blocked (and where).
+struct InFlight {
+  std::atomic<uint32_t> kind;  // WaitKind, 0: none
+  uint32_t cpu;
+  uint32_t stack;
+  uint64_t obj;
+  uint64_t aux;
+  Tick t0;
+};
+
+struct ThreadRec {
+  log::ChunkWriter w;
+  uint32_t index = 0;   // slot in the pool
+  uint32_t serial = 0;  // log stream id
+  uint32_t tid = 0;
+  uint32_t seq = 0;     // next chunk number
+  uintptr_t stack_lo = 0, stack_hi = 0;
+  std::atomic<uint32_t> in_use{0};
+  std::atomic<uint32_t> committed{0};  // payload bytes of complete records
+  std::atomic<Tick> chunk_base{0};
+  InFlight inflight{};
+  uint8_t* mem = nullptr;  // chunk memory
+  size_t mem_bytes = 0;
+};
+
+// The single per-thread state: POD, initial-exec TLS (G4, H23).
+struct ThreadState {
+  ThreadRec* rec;
+  uint32_t depth;   // > 0: inside a hook or inside the tracer: pass through
+  uint32_t status;  // kThreadNew / kThreadTraced / kThreadUntraced / kThreadExited
+};
+enum : uint32_t { kThreadNew = 0, kThreadTraced = 1, kThreadUntraced = 2, kThreadExited = 3 };
+extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+struct Globals {
+  std::atomic<Phase> phase{Phase::kUninit};
+  Config config;
+  uint32_t events = 0;  // enabled EventGroups (0 until ready)
+  int pid = 0;
+  int log_fd = -1;
+  Tick start_ticks = 0;
+  uint64_t start_ns = 0;
+  uint32_t ncpus = 1;
+  std::atomic<uint32_t> epoch{0};  // module map epoch (bumped by dlclose)
+  uintptr_t self_lo = 0, self_hi = 0;  // our own code: frames there are skipped
+  std::atomic<uint64_t> log_offset{sizeof(log::FileHeader)};
+  std::atomic<uint32_t> writers{0};
+  std::atomic<uint64_t> chunks_written{0};
+  std::atomic<uint64_t> chunks_dropped{0};
+  std::atomic<uint64_t> records_dropped{0};
+  std::atomic<uint64_t> untraced_threads{0};
+  std::atomic<uint32_t> next_serial{1};
+  std::atomic<uint64_t> next_create_id{1};
+  std::atomic<uintptr_t> main_pc{0};
+  char log_path[1100] = {0};
+  char out_path[1100] = {0};
+  char cwd[1024] = {0};
+  char self_path[1024] = {0};  // directory of libgotrace.so
+};
+extern Globals g;
+
+// --- Hook scope (G5) --------------------------------------------------------
+
+ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
+
+// Entered at the top of every recording hook. Inactive (pass through) when
+// tracing is not ready, the group is off, or the thread is already inside a
+// hook or the tracer (nested call, signal handler, H2/H17).
+class HookScope {
+ public:
+  GT_ALWAYS_INLINE explicit HookScope(uint32_t group) {
+    if (GT_UNLIKELY((g.events & group) == 0) ||
+        g.phase.load(std::memory_order_relaxed) != Phase::kReady || t_state.depth != 0) {
+      return;
+    }
+    ++t_state.depth;
+    entered_ = true;
+    rec_ = t_state.rec;
+    if (GT_UNLIKELY(rec_ == nullptr) && t_state.status == kThreadNew)
+      rec_ = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);
+  }
+  GT_ALWAYS_INLINE ~HookScope() {
+    if (entered_) --t_state.depth;
+  }
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+
+  bool active() const { return rec_ != nullptr; }
+  ThreadRec* rec() const { return rec_; }
+
+ private:
+  bool entered_ = false;
+  ThreadRec* rec_ = nullptr;
+};
+
+// Marks the calling thread as inside the tracer for the lifetime of the
+// object (the tracer's own mallocs, locks and writes are not traced).
+class TracerScope {
+ public:
+  TracerScope() { ++t_state.depth; }
+  ~TracerScope() { --t_state.depth; }
+  TracerScope(const TracerScope&) = delete;
+  TracerScope& operator=(const TracerScope&) = delete;
+};
+
+// --- Recording (hot path: no locks, no allocation, no stdio) ----------------
+
+// Unwinds from `frame` (the interposer's __builtin_frame_address(0)) and
+// returns the stack id, defining it in this thread's log if new.
+uint32_t CaptureStack(const HookScope& s, const void* frame);
+
+// Spills the current chunk and starts a new one. Returns false when the
+// record must be dropped (shutdown, write failure).
+bool SpillSlow(ThreadRec* r);
+
+GT_ALWAYS_INLINE bool Reserve(ThreadRec* r, size_t n) {
+  if (GT_LIKELY(r->w.Fits(n))) return true;
+  return SpillSlow(r);
+}
+GT_ALWAYS_INLINE void Commit(ThreadRec* r) {
+  r->committed.store(static_cast<uint32_t>(r->w.payload_size()), std::memory_order_release);
+}
+
+// A blocking call in progress: captures the start time, CPU and stack, and
+// publishes the wait (InFlight) until End().
+class WaitRecorder {
+ public:
+  WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame);
+  // Records the wait, unless `keep` is false (the call failed without waiting).
+  void End(bool keep = true, uint64_t aux = 0, uint64_t flags = 0);
+
+ private:
+  ThreadRec* rec_;
+  WaitKind kind_;
+  uint64_t obj_;
+  Tick t0_;
+  uint32_t cpu0_;
+  uint32_t stack_;
+};
+
+// A release that may wake waiters: `t`/`cpu` were taken before the real call.
+void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,
+                   uint32_t cpu, const void* frame);
+void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, uintptr_t start_pc,
+                  const void* frame);
+
+// --- Lifecycle --------------------------------------------------------------
+
+// Registers the main thread (from __libc_start_main, which knows main()).
+void RegisterMainThread();
+// Called by the pthread key destructor on the thread's last TSD round.
+void FinishCurrentThread();
+// Re-reads the module list (after dlopen / dlclose).
+void RescanModules(bool after_unload);
+// Stops tracing with one line on stderr; the program runs on.
+void Disable(const char* why);
+// Final flush + encode (atexit, destructor); runs once.
+void FinishProcess();
+
+}  // namespace gotrace
+
+#define GT_FRAME() __builtin_frame_address(0)

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/sys/raw.cc - system calls that bypass libc and errno ------===//
+#include "preload/sys/raw.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+
+namespace gotrace::sys {
+
+long WriteAll(int fd, const void* buf, size_t n) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    const long w = Write(fd, p, n);
+    if (w == -EINTR) continue;
+    if (w < 0) return w;
+    if (w == 0) return -EIO;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+long PwriteAll(int fd, const void* buf, size_t n, uint64_t off) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    const long w = Pwrite(fd, p, n, off);
+    if (w == -EINTR) continue;
+    if (w < 0) return w;
+    if (w == 0) return -ENOSPC;
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+  return 0;
+}
+
+void* MapMemory(size_t bytes) {
+  const long r = Mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r < 0 && r > -4096) return nullptr;
+  return reinterpret_cast<void*>(r);
+}
+
+Line& Line::Str(const char* s, size_t n) {
+  for (size_t i = 0; i < n && len_ + 1 < cap_; ++i) buf_[len_++] = s[i];
+  buf_[len_] = '\0';
+  return *this;
+}
+Line& Line::Str(const char* s) { return Str(s, StrLen(s)); }
+Line& Line::Char(char c) { return Str(&c, 1); }
+
+Line& Line::U64(uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n > 0) Char(tmp[--n]);
+  return *this;
+}
+
+Line& Line::Grouped(uint64_t v) {
+  char tmp[32];
+  size_t n = 0, digits = 0;
+  do {
+    if (digits > 0 && digits % 3 == 0) tmp[n++] = ',';
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+    ++digits;
+  } while (v != 0);
+  while (n > 0) Char(tmp[--n]);
+  return *this;
+}
+
+Line& Line::Hex(uint64_t v) {
+  Str("0x");
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  while (n > 0) Char(tmp[--n]);
+  return *this;
+}
+
+Line& Line::Fixed(uint64_t x100) {
+  U64(x100 / 100);
+  Char('.');
+  Char(static_cast<char>('0' + (x100 / 10) % 10));
+  return Char(static_cast<char>('0' + x100 % 10));
+}
+
+Line& Line::Bytes(uint64_t b) {
+  if (b < 10 * 1024) return U64(b).Str(" B");
+  if (b < 10 * 1024 * 1024) {
+    U64(b / 1024).Char('.').Char(static_cast<char>('0' + (b % 1024) * 10 / 1024));
+    return Str(" KB");
+  }
+  const uint64_t mb = 1024 * 1024;
+  U64(b / mb).Char('.').Char(static_cast<char>('0' + (b % mb) * 10 / mb));
+  return Str(" MB");
+}
+
+void Log(const char* msg) {
+  char buf[1024];
+  Line l(buf, sizeof buf);
+  l.Str("gotrace: ").Str(msg).Char('\n');
+  (void)WriteAll(2, l.c_str(), l.size());
+}
+
+size_t StrLen(const char* s) {
+  size_t n = 0;
+  while (s[n] != '\0') ++n;
+  return n;
+}
+
+bool StrEq(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+bool ParseU64(const char* s, uint64_t* out) {
+  if (s == nullptr || *s == '\0') return false;
+  uint64_t v = 0;
+  for (; *s != '\0'; ++s) {
+    if (*s < '0' || *s > '9') return false;
+    const uint64_t d = static_cast<uint64_t>(*s - '0');
+    if (v > (~0ull - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace gotrace::sys

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/sys/raw.h - system calls that bypass libc and errno -------===//
+//
+// The tracer's own I/O must not re-enter our interposers (H2), must not touch
+// the application's errno (H31) and must work in any thread state, so it uses
+// the kernel directly. Results follow the kernel convention: >= 0 on success,
+// -errno on failure. Formatting helpers write into caller buffers (no stdio,
+// H20).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <sys/syscall.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gotrace::sys {
+
+#if defined(__x86_64__)
+inline long Syscall6(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0,
+                     long f = 0) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+inline long Syscall6(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0,
+                     long f = 0) {
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  return x0;
+}
+#else
+#error "gotrace: raw system calls are implemented for x86_64 and aarch64"
+#endif
+
+inline long Write(int fd, const void* buf, size_t n) {
+  return Syscall6(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+inline long Pwrite(int fd, const void* buf, size_t n, uint64_t off) {
+  return Syscall6(SYS_pwrite64, fd, reinterpret_cast<long>(buf), static_cast<long>(n),
+                  static_cast<long>(off));
+}
+inline long Pread(int fd, void* buf, size_t n, uint64_t off) {
+  return Syscall6(SYS_pread64, fd, reinterpret_cast<long>(buf), static_cast<long>(n),
+                  static_cast<long>(off));
+}
+inline long Read(int fd, void* buf, size_t n) {
+  return Syscall6(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+inline long OpenAt(int dirfd, const char* path, int flags, int mode) {
+  return Syscall6(SYS_openat, dirfd, reinterpret_cast<long>(path), flags, mode);
+}
+inline long Close(int fd) { return Syscall6(SYS_close, fd); }
+inline long Unlink(const char* path) {
+  return Syscall6(SYS_unlinkat, -100 /* AT_FDCWD */, reinterpret_cast<long>(path), 0);
+}
+inline long Fcntl(int fd, int cmd, long arg) { return Syscall6(SYS_fcntl, fd, cmd, arg); }
+inline int GetPid() { return static_cast<int>(Syscall6(SYS_getpid)); }
+inline int GetPPid() { return static_cast<int>(Syscall6(SYS_getppid)); }
+inline int GetTid() { return static_cast<int>(Syscall6(SYS_gettid)); }
+inline long Mmap(void* addr, size_t len, int prot, int flags, int fd, long off) {
+  return Syscall6(SYS_mmap, reinterpret_cast<long>(addr), static_cast<long>(len), prot, flags, fd,
+                  off);
+}
+inline long Munmap(void* addr, size_t len) {
+  return Syscall6(SYS_munmap, reinterpret_cast<long>(addr), static_cast<long>(len));
+}
+inline long Readlink(const char* path, char* buf, size_t n) {
+  return Syscall6(SYS_readlinkat, -100, reinterpret_cast<long>(path), reinterpret_cast<long>(buf),
+                  static_cast<long>(n));
+}
+inline long Getcwd(char* buf, size_t n) {
+  return Syscall6(SYS_getcwd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+
+// Writes all of buf, retrying short writes and EINTR. Returns 0 or -errno.
+long WriteAll(int fd, const void* buf, size_t n);
+long PwriteAll(int fd, const void* buf, size_t n, uint64_t off);
+
+// Anonymous memory, or nullptr. MAP_NORESERVE: untouched pages cost nothing.
+void* MapMemory(size_t bytes);
+
+// A small fixed-capacity string builder over a caller buffer; never overflows
+// (output is truncated) and is always NUL-terminated.
+class Line {
+ public:
+  Line(char* buf, size_t cap) : buf_(buf), cap_(cap) { buf_[0] = '\0'; }
+  Line& Str(const char* s);
+  Line& Str(const char* s, size_t n);
+  Line& U64(uint64_t v);
+  Line& Grouped(uint64_t v);  // 1,234,567
+  Line& Hex(uint64_t v);
+  Line& Fixed(uint64_t value_x100);  // 1234 -> "12.34"
+  Line& Bytes(uint64_t b);           // "512 B", "4.2 KB", "3.1 MB"
+  Line& Char(char c);
+  const char* c_str() const { return buf_; }
+  size_t size() const { return len_; }
+
+ private:
+  char* buf_;
+  size_t cap_;
+  size_t len_ = 0;
+};
+
+// "gotrace: <msg>\n" on stderr, in one write.
+void Log(const char* msg);
+
+size_t StrLen(const char* s);
+bool StrEq(const char* a, const char* b);
+// Parses a decimal uint64; false on anything else.
+bool ParseU64(const char* s, uint64_t* out);
+
+}  // namespace gotrace::sys

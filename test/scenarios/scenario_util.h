@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/scenarios/scenario_util.h - run a program traced and untraced -===//
+//
+// Each scenario runs twice, plain and under LD_PRELOAD=libgotrace.so; output
+// and exit status must match, and the trace must satisfy Go's parser and web
+// UI before any assertion on its content.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <dirent.h>
+
+#include <string>
+#include <vector>
+
+#include "test/support/go_oracle.h"
+#include "test/support/log_builder.h"
+#include "test/support/subprocess.h"
+
+namespace gotrace::testing {
+
+inline std::string Scenario(const std::string& name) {
+  return std::string(GOTRACE_SCENARIO_DIR) + "/" + name;
+}
+inline std::string PreloadLib() { return std::string(GOTRACE_BUILD_DIR) + "/libgotrace.so"; }
+
+// Files in dir whose names end with suffix.
+inline std::vector<std::string> FilesEnding(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+        out.push_back(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+struct ScenarioRun {
+  ProcResult plain;
+  ProcResult traced;
+  std::string trace;
+  ParsedTrace parsed;
+};
+
+// Runs argv plain and traced (trace into dir/NAME.trace), compares them and
+// validates the trace. `extra_env` goes to the traced run only.
+inline ScenarioRun RunTraced(const std::vector<std::string>& argv, const TempDir& dir,
+                             std::vector<std::string> extra_env = {}, bool web = true) {
+  ScenarioRun s;
+  s.plain = RunProcess(argv);
+  INFO("plain run: " << s.plain.Describe() << "\n" << s.plain.err);
+  REQUIRE_FALSE(s.plain.timed_out);
+  const std::string out = dir.File("scenario.trace");
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + out};
+  o.env.insert(o.env.end(), extra_env.begin(), extra_env.end());
+  s.traced = RunProcess(argv, o);
+  INFO("traced run: " << s.traced.Describe() << "\nstderr:\n" << s.traced.err);
+  REQUIRE_FALSE(s.traced.timed_out);
+  CHECK(s.traced.out == s.plain.out);
+  CHECK(s.traced.exit_code == s.plain.exit_code);
+  CHECK(s.traced.term_signal == s.plain.term_signal);
+  CHECK(FilesEnding(dir.path(), ".gtlog").empty());  // the log is removed after encoding
+  s.trace = out;
+  s.parsed = ParseWithGo(out);
+  INFO("go tool trace -d: " << s.parsed.error);
+  REQUIRE(s.parsed.ok);
+  if (web) {
+    const std::string w = WebCheck(out);
+    INFO("web check: " << w);
+    REQUIRE(w.empty());
+  }
+  return s;
+}
+
+inline size_t CountUnblocksFrom(const ParsedTrace& t, uint64_t target, bool from_g0) {
+  size_t n = 0;
+  for (const GoEvent* e : t.Find("GoUnblock"))
+    if (e->args.at("g") == target && (e->g == 0) == from_g0) ++n;
+  return n;
+}
+
+}  // namespace gotrace::testing

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- unwind/stack_depot.cc - lock-free stack de-duplication ------------===//
+#include "unwind/stack_depot.h"
+
+#include <sys/mman.h>
+
+namespace gotrace::unwind {
+namespace {
+
+constexpr uint64_t kEmpty = 0;
+constexpr uint64_t kBusy = 1;
+constexpr size_t kMaxProbes = 64;
+
+void* Reserve(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+inline uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v;
+  h *= 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+bool StackDepot::Init(size_t slots, size_t pc_bytes) {
+  slots_ = static_cast<Slot*>(Reserve(slots * sizeof(Slot)));
+  arena_ = static_cast<uint64_t*>(Reserve(pc_bytes));
+  if (slots_ == nullptr || arena_ == nullptr) return false;
+  mask_ = slots - 1;
+  arena_words_ = pc_bytes / sizeof(uint64_t);
+  return true;
+}
+
+uint32_t StackDepot::Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh) {
+  *fresh = false;
+  if (slots_ == nullptr) return 0;
+  uint64_t h = Mix(0x243f6a8885a308d3ull ^ n, epoch);
+  for (size_t i = 0; i < n; ++i) h = Mix(h, pcs[i]);
+  if (h <= kBusy) h += 2;
+
+  size_t idx = h & mask_;
+  for (size_t probe = 0; probe < kMaxProbes; ++probe, idx = (idx + 1) & mask_) {
+    Slot& s = slots_[idx];
+    uint64_t cur = s.hash.load(std::memory_order_acquire);
+    if (cur == kEmpty) {
+      if (!s.hash.compare_exchange_strong(cur, kBusy, std::memory_order_acquire)) {
+        if (cur == kBusy) continue;  // another thread is filling it: look further
+      } else {
+        const size_t at = arena_used_.fetch_add(n, std::memory_order_relaxed);
+        if (at + n > arena_words_) {
+          s.hash.store(kEmpty, std::memory_order_release);  // give the slot back
+          misses_.fetch_add(1, std::memory_order_relaxed);
+          return 0;
+        }
+        for (size_t i = 0; i < n; ++i) arena_[at + i] = pcs[i];
+        s.pcs = arena_ + at;
+        s.len = static_cast<uint32_t>(n);
+        s.epoch = epoch;
+        s.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+        s.hash.store(h, std::memory_order_release);
+        *fresh = true;
+        return s.id;
+      }
+    }
+    if (cur != h) continue;
+    if (s.len != n || s.epoch != epoch) continue;
+    bool same = true;
+    for (size_t i = 0; i < n && same; ++i) same = s.pcs[i] == pcs[i];
+    if (same) return s.id;
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+}  // namespace gotrace::unwind

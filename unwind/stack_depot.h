@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- unwind/stack_depot.h - lock-free stack de-duplication -------------===//
+//
+// Maps a stack (PCs + module epoch) to a small id, the way the Go runtime's
+// trace stack table does: an open-addressing hash table in fixed memory that
+// threads probe without locks. Insertion claims an empty slot with one CAS,
+// fills it, then publishes its hash; a reader that meets a slot being filled
+// skips it, so at worst a stack gets two ids (harmless) and no thread ever
+// waits on another. Entries are never removed. The caller that inserted a
+// stack (fresh = true) writes its definition into its own log, so every id an
+// event uses is defined in the log.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gotrace::unwind {
+
+class StackDepot {
+ public:
+  // Reserves memory for `slots` (a power of two) entries and `pc_bytes` of
+  // PCs, lazily committed. False if the memory cannot be reserved.
+  bool Init(size_t slots, size_t pc_bytes);
+
+  // The id (>= 1) of the stack, inserting it if needed; *fresh tells whether
+  // this call inserted it. 0 when the depot is full (the event gets no stack).
+  uint32_t Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh);
+
+  uint32_t size() const { return next_id_.load(std::memory_order_relaxed) - 1; }
+  uint64_t full_misses() const { return misses_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> hash;  // 0 empty, 1 being filled, else the stack's hash
+    uint32_t id;
+    uint32_t epoch;
+    uint32_t len;
+    uint32_t pad;
+    const uint64_t* pcs;
+  };
+  static_assert(sizeof(Slot) == 32);
+
+  Slot* slots_ = nullptr;
+  size_t mask_ = 0;
+  uint64_t* arena_ = nullptr;
+  size_t arena_words_ = 0;
+  std::atomic<size_t> arena_used_{0};
+  std::atomic<uint32_t> next_id_{1};
+  std::atomic<uint64_t> misses_{0};
+};
+
+}  // namespace gotrace::unwind
