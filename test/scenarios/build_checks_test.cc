@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/scenarios/build_checks_test.cc - what libgotrace.so must not be -===//
+//
+// Properties of the built library that code review alone does not keep:
+// G6 (exports only the interposed functions), H23 (initial-exec TLS only),
+// H32/H20 (no C++ runtime, no exceptions, no stdio in the preloaded code).
+//===----------------------------------------------------------------------===//
+#include <dirent.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "test/scenarios/scenario_util.h"
+
+namespace gotrace::testing {
+namespace {
+
+// nm's lines, without symbol versions ("malloc@GLIBC_2.2.5" -> "malloc").
+std::set<std::string> Lines(const std::string& s) {
+  std::set<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) {
+    l = l.substr(0, l.find('@'));
+    if (!l.empty()) out.insert(l);
+  }
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST_CASE("libgotrace.so exports exactly the functions defined with GT_EXPORT", "[build]") {
+  ProcResult nm = RunProcess({"nm", "-D", "--defined-only", "--format=just-symbols", PreloadLib()});
+  REQUIRE(nm.Exited(0));
+  const std::set<std::string> exported = Lines(nm.out);
+  std::set<std::string> defined;
+  const std::string dir = std::string(GOTRACE_SOURCE_DIR) + "/preload";
+  const std::regex def(R"(GT_EXPORT\s+[\w\s\*]+?\b(\w+)\()");
+  for (const std::string& f : FilesEnding(dir, ".cc")) {
+    const std::string src = Slurp(f);
+    for (std::sregex_iterator it(src.begin(), src.end(), def), end; it != end; ++it)
+      defined.insert((*it)[1]);
+  }
+  CHECK(defined.size() >= 19);
+  CHECK(exported == defined);
+}
+
+TEST_CASE("libgotrace.so needs only libc and uses no dynamic TLS", "[build]") {
+  ProcResult d = RunProcess({"readelf", "-d", "-r", "-W", PreloadLib()});
+  REQUIRE(d.Exited(0));
+  CHECK(d.out.find("libstdc++") == std::string::npos);
+  CHECK(d.out.find("libdw") == std::string::npos);
+  CHECK(d.out.find("DTPMOD64") == std::string::npos);  // H23: no general-dynamic TLS
+  CHECK(d.out.find("TLSGD") == std::string::npos);
+}
+
+TEST_CASE("libgotrace.so calls no stdio, iostream or C++ exception machinery", "[build]") {
+  ProcResult nm = RunProcess({"nm", "-D", "--undefined-only", "--format=just-symbols", PreloadLib()});
+  REQUIRE(nm.Exited(0));
+  const std::set<std::string> undefined = Lines(nm.out);
+  CHECK(undefined.count("dlvsym") == 1);  // the check sees real imports (libc is reached via dlsym)
+  // (malloc is allowed: pthread_create's interposer allocates, as glibc's does.)
+  for (const char* bad : {"fopen", "fprintf", "printf", "fscanf", "fwrite", "fputs", "puts",
+                          "__cxa_throw", "__cxa_begin_catch", "_ZSt4cout",
+                          "__gxx_personality_v0", "_Unwind_Resume"}) {
+    INFO(bad);
+    CHECK(undefined.count(bad) == 0);
+  }
+}
+
+TEST_CASE("libgotrace.so registers no static destructors (G7, H32)", "[build]") {
+  // __cxa_atexit has exactly one caller: atexit() (libc_nonshared's shim,
+  // which tail-jumps to it) for our deliberate exit handler. Every static
+  // object with a destructor would add a call site.
+  ProcResult d = RunProcess({"objdump", "-d", "--no-show-raw-insn", PreloadLib()});
+  REQUIRE(d.Exited(0));
+  size_t calls = 0;
+  for (size_t at = 0; (at = d.out.find("<__cxa_atexit@plt>", at)) != std::string::npos; ++at) {
+    const size_t bol = d.out.rfind('\n', at);
+    const std::string insn = d.out.substr(bol + 1, at - bol - 1);
+    if (insn.find("call") != std::string::npos || insn.find("jmp ") != std::string::npos) ++calls;
+  }
+  CHECK(calls == 1);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
