@@ -14,7 +14,9 @@
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <libelf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,25 +44,79 @@ const Dwfl_Callbacks kCallbacks = {
     .debuginfo_path = nullptr,
 };
 
-// Problem: with DEBUGINFOD_URLS set, dwfl_standard_find_debuginfo asks a
-// debuginfod server (over the network, possibly for minutes) about every
-// module without local debug info. Inside a traced process at exit that is
-// unacceptable, so the offline symbolizer searches only the standard local
-// places: /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink
-// name next to the file, in its .debug/ directory and under /usr/lib/debug.
-// Without DEBUGINFOD_URLS the standard function is already local-only.
-int LocalFindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, GElf_Addr base,
-                       const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
-                       char** debuginfo_file_name) {
-  const char* urls = std::getenv("DEBUGINFOD_URLS");
-  if (urls == nullptr || urls[0] == '\0') {
-    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                        debuglink_crc, debuginfo_file_name);
+// Problem: dwfl_standard_find_debuginfo (and dwfl_build_id_find_elf) fall
+// back to debuginfod when local lookup fails: libdw then dlopens
+// libdebuginfod, which drags in curl, gnutls, libcrypto and Kerberos (about
+// 30 libraries, ~8 ms, their constructors) even when DEBUGINFOD_URLS is
+// unset, and with it set asks a server over the network. Inside a traced
+// process at exit neither is acceptable, so the offline symbolizer never
+// calls them: it looks only in the standard local places,
+// /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink name next
+// to the file, in its .debug/ directory and under /usr/lib/debug, and accepts
+// a candidate only if its build-id (or, without one, the debuglink CRC)
+// matches.
+
+uint32_t Crc32Ieee(uint32_t crc, const unsigned char* p, size_t n) {
+  static uint32_t table[256];
+  static bool ready = false;
+  if (!ready) {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    ready = true;
   }
-  std::vector<std::string> candidates;
+  crc = ~crc;
+  while (n--) crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+bool FileCrcMatches(int fd, GElf_Word want) {
+  std::vector<unsigned char> buf(1 << 16);
+  uint32_t crc = 0;
+  off_t off = 0;
+  for (;;) {
+    const ssize_t n = pread(fd, buf.data(), buf.size(), off);
+    if (n < 0) return false;
+    if (n == 0) break;
+    crc = Crc32Ieee(crc, buf.data(), static_cast<size_t>(n));
+    off += n;
+  }
+  return crc == want;
+}
+
+// The build-id note of the ELF file open on fd, or an empty string.
+std::string BuildIdOf(int fd) {
+  std::string id;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr) return id;
+  const void* bits = nullptr;
+  const ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
+  if (n > 0) id.assign(static_cast<const char*>(bits), static_cast<size_t>(n));
+  elf_end(elf);
+  return id;
+}
+
+int LocalFindElf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char**, Elf**) {
+  return -1;  // modules are reported with their path: nothing to find
+}
+
+int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const char* file_name,
+                       const char* debuglink_file, GElf_Word debuglink_crc,
+                       char** debuginfo_file_name) {
   const unsigned char* id = nullptr;
   GElf_Addr id_vaddr;
   const int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+  const std::string want_id =
+      id_len > 0 ? std::string(reinterpret_cast<const char*>(id), static_cast<size_t>(id_len))
+                 : std::string();
+  struct Candidate {
+    std::string path;
+    bool by_build_id;
+  };
+  std::vector<Candidate> candidates;
   if (id_len > 1) {
     static const char kHex[] = "0123456789abcdef";
     std::string p = "/usr/lib/debug/.build-id/";
@@ -72,28 +128,34 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, G
       p += kHex[id[i] & 15];
     }
     p += ".debug";
-    candidates.push_back(p);
+    candidates.push_back({p, true});
   }
   if (debuglink_file != nullptr && file_name != nullptr) {
     std::string dir = file_name;
     const size_t slash = dir.rfind('/');
     dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
-    candidates.push_back(dir + "/" + debuglink_file);
-    candidates.push_back(dir + "/.debug/" + debuglink_file);
-    candidates.push_back("/usr/lib/debug" + dir + "/" + debuglink_file);
+    candidates.push_back({dir + "/" + debuglink_file, false});
+    candidates.push_back({dir + "/.debug/" + debuglink_file, false});
+    candidates.push_back({"/usr/lib/debug" + dir + "/" + debuglink_file, false});
   }
-  for (const std::string& c : candidates) {
-    if (file_name != nullptr && c == file_name) continue;  // the module itself
-    const int fd = open(c.c_str(), O_RDONLY | O_CLOEXEC);
+  for (const Candidate& c : candidates) {
+    if (file_name != nullptr && c.path == file_name) continue;  // the module itself
+    const int fd = open(c.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
-    *debuginfo_file_name = strdup(c.c_str());
-    return fd;
+    bool ok;
+    if (!want_id.empty()) ok = BuildIdOf(fd) == want_id;
+    else ok = !c.by_build_id && FileCrcMatches(fd, debuglink_crc);
+    if (ok) {
+      *debuginfo_file_name = strdup(c.path.c_str());
+      return fd;
+    }
+    close(fd);
   }
   return -1;
 }
 
 const Dwfl_Callbacks kOfflineCallbacks = {
-    .find_elf = dwfl_build_id_find_elf,
+    .find_elf = LocalFindElf,
     .find_debuginfo = LocalFindDebuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,

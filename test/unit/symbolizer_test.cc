@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -218,6 +220,35 @@ TEST_CASE("symbolizer: debug info found through .gnu_debuglink", "[symbolizer]")
   auto s = NewSymbolizer();
   s->ModuleLoaded(LoadOf(d.obj, 0));
   CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+}
+
+TEST_CASE("symbolizer: offline mode finds debug files locally and never loads debuginfod",
+          "[symbolizer]") {
+  // An unreachable server: any attempt to use it would show up as a load of
+  // libdebuginfod (and a delay).
+  setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9/", 1);
+  const Fixture d = Load(GT_SYMFIX_DEBUGLINK);
+  const GtFixResult r = RunInlined(d);
+  auto s = MakeDwSymbolizer(/*offline=*/true);
+  s->ModuleLoaded(LoadOf(d.obj, 0));
+  CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+  // A library without any debug info: the offline search fails locally.
+  const Fixture nd = Load(GT_SYMFIX_NODEBUG);
+  s->ModuleLoaded(LoadOf(nd.obj, 0));
+  const GtFixResult n = RunNamed(nd, "gt_fix_plain");
+  auto frames = Symbolize(s.get(), n.pc - 1, 0);
+  REQUIRE(!frames.empty());
+  CHECK(frames[0].func == "gt_fix_plain");
+  bool debuginfod_loaded = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* p) {
+        if (info->dlpi_name != nullptr && std::strstr(info->dlpi_name, "libdebuginfod") != nullptr)
+          *static_cast<bool*>(p) = true;
+        return 0;
+      },
+      &debuginfod_loaded);
+  CHECK_FALSE(debuginfod_loaded);
+  unsetenv("DEBUGINFOD_URLS");
 }
 
 TEST_CASE("symbolizer: without debug info, .symtab names the functions", "[symbolizer]") {

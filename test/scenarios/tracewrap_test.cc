@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/scenarios/tracewrap_test.cc - the scripts/tracewrap launcher -===//
+//
+// Runs scripts/tracewrap (the source-tree copy, and an installed copy) on real
+// programs: options become GOTRACE_* variables, the program's exit status,
+// signal and arguments pass through exec unchanged, and programs the preload
+// cannot reach (static: H28; setuid, setgid, capabilities: H29) are refused
+// before they run (DESIGN.md §6, STYLE.md G15).
+//===----------------------------------------------------------------------===//
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test/scenarios/scenario_util.h"
+
+namespace gotrace::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTracewrap = std::string(GOTRACE_SOURCE_DIR) + "/scripts/tracewrap";
+
+std::string Canonical(const std::string& p) {
+  std::error_code ec;
+  const fs::path c = fs::canonical(p, ec);
+  return ec ? p : c.string();
+}
+
+// Variables of the test's own environment that would change what tracewrap or
+// the traced program does.
+const std::vector<std::string> kUnset = {"LD_PRELOAD",     "GOTRACE_OUT",    "GOTRACE_UNWIND",
+                                         "GOTRACE_DEPTH",  "GOTRACE_EVENTS", "GOTRACE_QUIET",
+                                         "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG"};
+
+// Runs `script args...` in dir. GOTRACE_LIB points at this build's library
+// unless `lib_env` is false: the source-tree copy would otherwise look in
+// $source/build, which need not be the build under test.
+ProcResult Wrap(const std::vector<std::string>& args, const TempDir& dir,
+                std::vector<std::string> env = {}, bool lib_env = true,
+                const std::string& script = kTracewrap) {
+  std::vector<std::string> argv = {script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = kUnset;
+  if (lib_env) env.push_back("GOTRACE_LIB=" + PreloadLib());
+  else o.unset_env.push_back("GOTRACE_LIB");
+  o.env = env;
+  return RunProcess(argv, o);
+}
+
+// The value of NAME=... in `env` output, or "<unset>".
+std::string EnvValue(const std::string& env_out, const std::string& name) {
+  const std::string key = "\n" + name + "=";
+  const std::string text = "\n" + env_out;
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return "<unset>";
+  const size_t b = at + key.size();
+  return text.substr(b, text.find('\n', b) - b);
+}
+
+void WriteFile(const std::string& path, const std::string& text, fs::perms perms) {
+  std::ofstream(path) << text;
+  fs::permissions(path, perms);
+}
+
+// Compiles a hello-world with extra flags (e.g. -static) with the system C
+// compiler; "" if the toolchain cannot (then the caller WARNs and skips).
+std::string CompileHello(const TempDir& dir, const std::string& name,
+                         const std::vector<std::string>& flags) {
+  const std::string out = dir.File(name);
+  std::vector<std::string> argv = {"cc"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-O1", "-x", "c", "-", "-o", out});
+  ProcOptions o;
+  o.stdin_data = "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n";
+  const ProcResult r = RunProcess(argv, o);
+  if (!r.Exited(0) || !fs::exists(out)) {
+    WARN("cannot build a hello-world with cc " << flags[0] << ": " << r.Describe() << " "
+                                              << r.err);
+    return "";
+  }
+  return out;
+}
+
+TEST_CASE("tracewrap: traces a program into the -o path", "[tracewrap]") {
+  TempDir dir;
+  const std::string out = dir.File("sleepers.trace");
+  const ProcResult plain = RunProcess({Scenario("sleepers")});
+  const ProcResult r = Wrap({"-o", out, "--", Scenario("sleepers")}, dir);
+  INFO(r.Describe() << "\nstderr:\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == plain.out);
+  CHECK(r.out == "slept\n");
+  // The library's summary line is the only thing on stderr.
+  CHECK_THAT(r.err, Catch::StartsWith("gotrace: wrote "));
+  CHECK_THAT(r.err, Catch::Contains("view with: go tool trace"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(FilesEnding(dir.path(), ".gtlog").empty());
+  const ParsedTrace t = ParseWithGo(out);
+  INFO("go tool trace -d: " << t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("GoSleep") == 45);
+}
+
+TEST_CASE("tracewrap: options become GOTRACE_* variables", "[tracewrap]") {
+  TempDir dir;
+  SECTION("each option reaches the program's environment") {
+    const ProcResult r = Wrap({"-q", "-o", "t.%p.trace", "--unwind", "none", "--depth", "007",
+                               "--events=sync,io", "--", "env"},
+                              dir, {"LD_PRELOAD=/nonexistent/libother.so"});
+    INFO(r.Describe() << "\nstderr:\n" << r.err);
+    REQUIRE(r.Exited(0));
+    CHECK(EnvValue(r.out, "GOTRACE_OUT") == "t.%p.trace");
+    CHECK(EnvValue(r.out, "GOTRACE_UNWIND") == "none");
+    CHECK(EnvValue(r.out, "GOTRACE_DEPTH") == "7");
+    CHECK(EnvValue(r.out, "GOTRACE_EVENTS") == "sync,io");
+    CHECK(EnvValue(r.out, "GOTRACE_QUIET") == "1");
+    // Ours first, the user's preload kept after it.
+    CHECK(EnvValue(r.out, "LD_PRELOAD") ==
+          Canonical(PreloadLib()) + ":/nonexistent/libother.so");
+    CHECK(FilesEnding(dir.path(), ".trace").size() == 1);  // t.<pid>.trace
+  }
+  SECTION("without options nothing but LD_PRELOAD is set") {
+    const ProcResult r = Wrap({"env"}, dir);
+    REQUIRE(r.Exited(0));
+    CHECK(EnvValue(r.out, "LD_PRELOAD") == Canonical(PreloadLib()));
+    CHECK(EnvValue(r.out, "GOTRACE_OUT") == "<unset>");
+    CHECK(EnvValue(r.out, "GOTRACE_QUIET") == "<unset>");
+    // The default output name, in the working directory. (Not checked on
+    // `env`'s stderr: coreutils close stderr in an atexit handler, before the
+    // library prints its summary.)
+    const ProcResult s = Wrap({Scenario("sleepers")}, dir);
+    REQUIRE(s.Exited(0));
+    CHECK_THAT(s.err, Catch::StartsWith("gotrace: wrote gotrace."));
+    CHECK(FilesEnding(dir.path(), ".trace").size() == 2);
+  }
+  SECTION("-q, --depth and --events take effect in the library") {
+    const std::string out = dir.File("q.trace");
+    const ProcResult r = Wrap({"--quiet", "--output=" + out, "--depth", "4", "--events",
+                               "sleep", "--unwind=fp", Scenario("sleepers")},
+                              dir);
+    INFO(r.Describe() << "\nstderr:\n" << r.err);
+    REQUIRE(r.Exited(0));
+    CHECK(r.err.empty());
+    const ParsedTrace t = ParseWithGo(out);
+    INFO(t.error);
+    REQUIRE(t.ok);
+    CHECK(t.Count("GoSleep") == 45);
+    CHECK(t.Count("GoBlock") == 0);  // the joins are "sync", which is off
+  }
+}
+
+TEST_CASE("tracewrap: exit status and signals pass through", "[tracewrap]") {
+  TempDir dir;
+  const std::string out = dir.File("x.trace");
+  SECTION("exit 3") {
+    const ProcResult plain = RunProcess({"sh", "-c", "exit 3"});
+    REQUIRE(plain.Exited(3));
+    const ProcResult r = Wrap({"-q", "-o", out, "--", "sh", "-c", "exit 3"}, dir);
+    INFO(r.Describe() << "\n" << r.err);
+    CHECK(r.Exited(3));
+  }
+  SECTION("killed by SIGTERM") {
+    const std::vector<std::string> prog = {"sh", "-c", "echo before; kill -TERM $$; echo after"};
+    const ProcResult plain = RunProcess(prog);
+    REQUIRE(plain.term_signal == 15);
+    std::vector<std::string> args = {"-q", "-o", out, "--"};
+    args.insert(args.end(), prog.begin(), prog.end());
+    const ProcResult r = Wrap(args, dir);
+    INFO(r.Describe() << "\n" << r.err);
+    CHECK(r.term_signal == 15);
+    CHECK(r.out == plain.out);
+    CHECK(r.out == "before\n");
+  }
+}
+
+TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
+  TempDir dir;
+  const std::string out = dir.File("x.trace");
+  const std::vector<std::string> prog = {"printf", "%s|\\n", "a b", "c", "", "*", "$HOME",
+                                         "-o", "--", "tab\there"};
+  const ProcResult plain = RunProcess(prog);
+  REQUIRE(plain.Exited(0));
+  std::vector<std::string> args = {"-q", "-o", out};  // no "--": the first non-option starts it
+  args.insert(args.end(), prog.begin(), prog.end());
+  const ProcResult r = Wrap(args, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == plain.out);
+  CHECK(r.out == "a b|\nc|\n|\n*|\n$HOME|\n-o|\n--|\ntab\there|\n");
+  // A shell would run `sh` with argv[0] "sh", not the path found in PATH.
+  const ProcResult a = Wrap({"-q", "-o", out, "sh", "-c", "tr '\\0' ' ' </proc/$$/cmdline"}, dir);
+  REQUIRE(a.Exited(0));
+  CHECK_THAT(a.out, Catch::StartsWith("sh -c "));
+}
+
+TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
+  TempDir dir;
+  for (const char* h : {"-h", "--help"}) {
+    const ProcResult r = Wrap({h}, dir);
+    CHECK(r.Exited(0));
+    CHECK_THAT(r.out, Catch::StartsWith("usage: tracewrap [options] [--] program [args...]"));
+    CHECK_THAT(r.out, Catch::Contains("--output") && Catch::Contains("--events"));
+    CHECK(r.err.empty());
+  }
+  // Each is refused with one error line and a hint, before the program runs.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--frobnicate"}, "unknown option '--frobnicate'"},
+      {{"-x"}, "unknown option '-x'"},
+      {{"--unwind", "dwarf"}, "--unwind: 'dwarf'"},
+      {{"--depth", "0"}, "--depth: '0'"},
+      {{"--depth", "129"}, "--depth: '129'"},
+      {{"--depth", "12x"}, "--depth: '12x'"},
+      {{"--depth", "99999999999999999999999"}, "--depth: "},
+      {{"--events", "sync,bogus"}, "--events: 'bogus'"},
+      {{"--events", "sync,"}, "--events: ''"},
+      {{"-o", "no/such/dir/x.trace"}, "directory 'no/such/dir' does not exist"},
+      {{"-o", "out/"}, "names a directory"},
+      {{"--depth"}, "option '--depth' needs a value"},
+      {{"--depth="}, "option '--depth' needs a value"},
+      {{"-o", ""}, "option '-o' needs a value"},
+  };
+  for (const auto& [opts, message] : bad) {
+    std::vector<std::string> args = opts;
+    if (opts.size() > 1 || opts[0] != "--depth") {
+      args.insert(args.end(), {"sh", "-c", "touch ran"});
+    }
+    const ProcResult r = Wrap(args, dir);
+    INFO(opts[0] << ": " << r.Describe() << "\n" << r.err);
+    CHECK(r.Exited(2));
+    CHECK_THAT(r.err, Catch::StartsWith("tracewrap: ") && Catch::Contains(message));
+    CHECK_THAT(r.err, Catch::Contains("Try 'tracewrap --help'"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 2);
+    CHECK(r.out.empty());
+    CHECK_FALSE(fs::exists(dir.File("ran")));
+  }
+  const ProcResult none = Wrap({"-q"}, dir);
+  CHECK(none.Exited(2));
+  CHECK_THAT(none.err, Catch::Contains("no program given"));
+}
+
+TEST_CASE("tracewrap: a missing program exits 127 like a shell", "[tracewrap]") {
+  TempDir dir;
+  const ProcResult r = Wrap({"-q", "--", "gotrace-no-such-program"}, dir);
+  CHECK(r.Exited(127));
+  CHECK(r.err == "tracewrap: gotrace-no-such-program: command not found\n");
+  const ProcResult p = Wrap({"-q", "./no-such-file"}, dir);
+  CHECK(p.Exited(127));
+  CHECK_THAT(p.err, Catch::Contains("./no-such-file: no such file or directory"));
+  // Not executable: 126, as sh says "Permission denied".
+  WriteFile(dir.File("data.txt"), "not a program\n", fs::perms::owner_read | fs::perms::owner_write);
+  const ProcResult n = Wrap({"-q", dir.File("data.txt")}, dir);
+  CHECK(n.Exited(126));
+  CHECK_THAT(n.err, Catch::Contains("permission denied"));
+}
+
+TEST_CASE("tracewrap: static programs are refused (H28)", "[tracewrap]") {
+  TempDir dir;
+  for (const char* flag : {"-static", "-static-pie"}) {
+    const std::string hello = CompileHello(dir, std::string("hello") + flag, {flag});
+    if (hello.empty()) continue;
+    INFO(flag);
+    REQUIRE(RunProcess({hello}).out == "hello\n");
+    const ProcResult r = Wrap({"-o", dir.File("x.trace"), hello}, dir);
+    INFO(r.Describe() << "\n" << r.err);
+    CHECK(r.Exited(2));
+    CHECK_THAT(r.err, Catch::Contains(hello + " is statically linked"));
+    CHECK(r.out.empty());  // refused before running
+    // --force runs it anyway (untraced: no library ever loads).
+    const ProcResult f = Wrap({"--force", "-o", dir.File("x.trace"), hello}, dir);
+    CHECK(f.Exited(0));
+    CHECK(f.out == "hello\n");
+    CHECK_FALSE(fs::exists(dir.File("x.trace")));
+  }
+  // A dynamic build of the same program is not refused (PT_INTERP found).
+  const std::string dyn = CompileHello(dir, "hello-dynamic", {"-fPIE"});
+  if (!dyn.empty()) {
+    const ProcResult r = Wrap({"-q", "-o", dir.File("d.trace"), dyn}, dir);
+    CHECK(r.Exited(0));
+    CHECK(r.out == "hello\n");
+    CHECK(fs::exists(dir.File("d.trace")));
+  }
+}
+
+TEST_CASE("tracewrap: setuid, setgid and capabilities are refused (H29)", "[tracewrap]") {
+  TempDir dir;
+  const std::string copy = dir.File("sleepers-setid");
+  fs::copy_file(Scenario("sleepers"), copy);
+  struct stat st;
+  const auto refused = [&](const std::string& what) {
+    const ProcResult r = Wrap({"-q", "-o", dir.File("x.trace"), copy}, dir);
+    INFO(what << ": " << r.Describe() << "\n" << r.err);
+    CHECK(r.Exited(2));
+    CHECK_THAT(r.err, Catch::Contains(copy + " " + what) && Catch::Contains("secure-execution"));
+    CHECK(r.out.empty());
+  };
+
+  SECTION("setuid") {
+    REQUIRE(chmod(copy.c_str(), 04755) == 0);
+    REQUIRE(stat(copy.c_str(), &st) == 0);
+    if ((st.st_mode & S_ISUID) == 0) {
+      WARN("cannot set the setuid bit here; skipped");
+      return;
+    }
+    refused("is setuid");
+  }
+  SECTION("setgid with group execute; without it the bit means nothing to exec") {
+    REQUIRE(chmod(copy.c_str(), 02755) == 0);
+    REQUIRE(stat(copy.c_str(), &st) == 0);
+    if ((st.st_mode & S_ISGID) == 0) {
+      WARN("cannot set the setgid bit here (not in the file's group?); skipped");
+      return;
+    }
+    refused("is setgid");
+    REQUIRE(chmod(copy.c_str(), 02745) == 0);
+    const ProcResult r = Wrap({"-q", "-o", dir.File("g.trace"), copy}, dir);
+    CHECK(r.Exited(0));
+    CHECK(r.out == "slept\n");
+  }
+  SECTION("file capabilities") {
+    const ProcResult s = RunProcess({"setcap", "cap_net_raw+ep", copy});
+    if (!s.Exited(0)) {
+      WARN("setcap unavailable or not permitted (" << s.Describe() << " " << s.err
+                                                   << "); skipped");
+      return;
+    }
+    refused("has file capabilities (cap_net_raw");
+  }
+  SECTION("a setuid #! script is not refused: the kernel ignores the bit on scripts") {
+    const std::string script = dir.File("setuid-script");
+    WriteFile(script, "#!/bin/sh\necho \"script $1\"\n", fs::perms::owner_all);
+    REQUIRE(chmod(script.c_str(), 04755) == 0);
+    const ProcResult r = Wrap({"-q", "-o", dir.File("s.trace"), script, "ok"}, dir);
+    INFO(r.err);
+    CHECK(r.Exited(0));
+    CHECK(r.out == "script ok\n");
+  }
+}
+
+TEST_CASE("tracewrap: finds the library next to itself", "[tracewrap]") {
+  TempDir dir;
+  const std::string lib = Canonical(PreloadLib());
+  // The source-tree layout: scripts/tracewrap finds ../build/libgotrace.so,
+  // also when run through a symlink from elsewhere.
+  fs::create_directories(dir.File("src/scripts"));
+  fs::copy_file(kTracewrap, dir.File("src/scripts/tracewrap"));
+  fs::create_directory_symlink(GOTRACE_BUILD_DIR, dir.File("src/build"));
+  fs::create_directories(dir.File("bin"));
+  fs::create_symlink(dir.File("src/scripts/tracewrap"), dir.File("bin/tw"));
+  for (const std::string& script : {dir.File("src/scripts/tracewrap"), dir.File("bin/tw")}) {
+    const ProcResult r = Wrap({"-q", "-o", dir.File("x.trace"), "env"}, dir, {}, false, script);
+    INFO(script << ": " << r.Describe() << "\n" << r.err);
+    CHECK(r.Exited(0));
+    CHECK(EnvValue(r.out, "LD_PRELOAD") == lib);
+  }
+  // Nothing to find: a clear message and exit 2, before the program runs.
+  fs::create_directories(dir.File("lonely/scripts"));
+  fs::copy_file(kTracewrap, dir.File("lonely/scripts/tracewrap"));
+  const ProcResult r =
+      Wrap({"sh", "-c", "touch ran"}, dir, {}, false, dir.File("lonely/scripts/tracewrap"));
+  CHECK(r.Exited(2));
+  CHECK_THAT(r.err, Catch::StartsWith("tracewrap: cannot find libgotrace.so") &&
+                        Catch::Contains("cmake") && Catch::Contains("GOTRACE_LIB"));
+  CHECK_FALSE(fs::exists(dir.File("ran")));
+  // GOTRACE_LIB that does not exist is an error, not a fallback.
+  const ProcResult g = Wrap({"env"}, dir, {"GOTRACE_LIB=" + dir.File("nope.so")}, false);
+  CHECK(g.Exited(2));
+  CHECK_THAT(g.err, Catch::Contains("GOTRACE_LIB=" + dir.File("nope.so") + ": no such file"));
+}
+
+TEST_CASE("tracewrap: the installed copy finds the installed library", "[tracewrap]") {
+  TempDir dir;
+  const std::string prefix = dir.File("prefix");
+  const ProcResult inst = RunProcess({"cmake", "--install", GOTRACE_BUILD_DIR, "--prefix", prefix});
+  INFO(inst.Describe() << "\n" << inst.out << inst.err);
+  REQUIRE(inst.Exited(0));
+  for (const char* f : {"bin/gotrace", "bin/tracewrap"}) CHECK(fs::exists(prefix + "/" + f));
+  // Wherever CMAKE_INSTALL_LIBDIR put the libraries, they are together.
+  std::string libdir;
+  for (const auto& e : fs::recursive_directory_iterator(prefix))
+    if (e.path().filename() == "libgotrace.so") libdir = e.path().parent_path().string();
+  REQUIRE_FALSE(libdir.empty());
+  CHECK(fs::exists(libdir + "/libgotrace_encode.so"));
+
+  // Moved after installing: the script finds the library relative to itself.
+  const std::string moved = dir.File("moved");
+  fs::rename(prefix, moved);
+  const std::string moved_lib = Canonical(moved + libdir.substr(prefix.size()) + "/libgotrace.so");
+  const std::string script = moved + "/bin/tracewrap";
+  const ProcResult e = Wrap({"-q", "-o", dir.File("e.trace"), "env"}, dir, {}, false, script);
+  INFO(e.Describe() << "\n" << e.err);
+  REQUIRE(e.Exited(0));
+  CHECK(EnvValue(e.out, "LD_PRELOAD") == moved_lib);
+
+  // And the installed pair (preload + encoder) writes a valid trace.
+  const std::string out = dir.File("installed.trace");
+  const ProcResult r = Wrap({"-o", out, Scenario("sleepers")}, dir, {}, false, script);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.err, Catch::StartsWith("gotrace: wrote "));
+  const ParsedTrace t = ParseWithGo(out);
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("GoSleep") == 45);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
