@@ -399,6 +399,15 @@ bool StreamCursor::Next(Record* r) {
       --records_left_;
       r->ts = file_.ToNs(r->ts);
       if (r->type == kWait) r->wait.duration = file_.DurationNs(r->wait.duration);
+      // Definitions (stacks, modules, clock syncs) take the time of the
+      // stream's previous record and never move its clock: only events order
+      // a stream, and a definition written with a late time must not delay
+      // the event it precedes.
+      if (r->type == kStackDef || r->type == kModuleLoad || r->type == kModuleUnload ||
+          r->type == kClockSync) {
+        r->ts = floor_;
+        return true;
+      }
       // Clamp: a stream never goes back in time, and nothing a thread records
       // can precede the end of its previous wait (it was not running).
       if (r->ts < floor_) r->ts = floor_;

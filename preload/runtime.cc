@@ -358,7 +358,7 @@ bool SpillSlow(ThreadRec* r) {
   return ok;
 }
 
-uint32_t CaptureStack(const HookScope& s, const void* frame) {
+uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   if (g.config.unwind == UnwindMode::kNone) return 0;
   ThreadRec* r = s.rec();
   uint64_t pcs[log::kMaxStackDepth];
@@ -392,7 +392,7 @@ uint32_t CaptureStack(const HookScope& s, const void* frame) {
     }
   }
   if (fresh && Reserve(r, log::ChunkWriter::StackDefBound(k))) {
-    r->w.StackDef(sys::Ticks(), sys::CurrentCpu(), id, g.epoch.load(std::memory_order_relaxed), pcs, k);
+    r->w.StackDef(ts, sys::CurrentCpu(), id, g.epoch.load(std::memory_order_relaxed), pcs, k);
     Commit(r);
   }
   return id;
@@ -400,9 +400,9 @@ uint32_t CaptureStack(const HookScope& s, const void* frame) {
 
 WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame)
     : rec_(s.rec()), kind_(kind), obj_(obj) {
-  stack_ = CaptureStack(s, frame);
   cpu0_ = sys::CurrentCpu();
   t0_ = sys::Ticks();
+  stack_ = CaptureStack(s, frame, t0_);
   InFlight& f = rec_->inflight;
   f.cpu = cpu0_;
   f.stack = stack_;
@@ -425,7 +425,7 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
 
 void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,
                    uint32_t cpu, const void* frame) {
-  const uint32_t stack = CaptureStack(s, frame);
+  const uint32_t stack = CaptureStack(s, frame, t);
   ThreadRec* r = s.rec();
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     r->w.Release(t, cpu, kind, obj, count, stack);
@@ -435,7 +435,7 @@ void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t cou
 
 void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, uintptr_t start_pc,
                   const void* frame) {
-  const uint32_t stack = CaptureStack(s, frame);
+  const uint32_t stack = CaptureStack(s, frame, t);
   ThreadRec* r = s.rec();
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     r->w.ThreadCreate(t, cpu, create_id, start_pc, stack);

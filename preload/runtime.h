@@ -153,8 +153,10 @@ class TracerScope {
 // --- Recording (hot path: no locks, no allocation, no stdio) ----------------
 
 // Unwinds from `frame` (the interposer's __builtin_frame_address(0)) and
-// returns the stack id, defining it in this thread's log if new.
-uint32_t CaptureStack(const HookScope& s, const void* frame);
+// returns the stack id, defining it in this thread's log if new. `ts` is the
+// time of the event the stack belongs to: a definition must not carry a later
+// time than its event, which follows it in the log.
+uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts);
 
 // Spills the current chunk and starts a new one. Returns false when the
 // record must be dropped (shutdown, write failure).

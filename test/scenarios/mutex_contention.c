@@ -1,21 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scenario: four threads contend for one mutex around a short critical
-// section. -pprof=sync must name contended_section() with its file and line.
+// Scenario: four threads contend for one mutex. The holder sometimes sleeps
+// inside the critical section, so the others block whatever the machine's
+// load (contention by construction, not by timing luck). -pprof=sync must
+// name contended_section() with its file and line.
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned long counter;
 
-__attribute__((noinline)) static void contended_section(void) {
-  pthread_mutex_lock(&mu);  // CONTENDED_LINE
-  for (int i = 0; i < 2000; i++) counter++;
+__attribute__((noinline)) static void contended_section(int i) {
+  pthread_mutex_lock(&mu);  // CONTENDED_LINE (line 14)
+  for (int k = 0; k < 200; k++) counter++;
+  if (i % 8 == 0) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
   pthread_mutex_unlock(&mu);
 }
 
 static void* worker(void* arg) {
   (void)arg;
-  for (int i = 0; i < 3000; i++) contended_section();
+  for (int i = 0; i < 800; i++) contended_section(i);
   return NULL;
 }
 
@@ -24,5 +31,5 @@ int main(void) {
   for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, worker, NULL);
   for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
   printf("counter %lu\n", counter);
-  return counter == 4ul * 3000 * 2000 ? 0 : 1;
+  return counter == 4ul * 800 * 200 ? 0 : 1;
 }

@@ -47,15 +47,22 @@ TEST_CASE("4-way mutex contention: -pprof=sync names the contended function and 
   REQUIRE(p.ok);
   CHECK_THAT(p.traces, Catch::Contains("contended_section"));
   CHECK_THAT(p.traces, Catch::Contains("worker"));
-  CHECK_THAT(p.raw, Catch::Contains("contended_section " GOTRACE_SCENARIO_SRC "/mutex_contention.c:11"));
-  // Contended unlocks link their waiters: most mutex unblocks come from
-  // another worker, not from g0.
-  size_t linked = 0, all = 0;
-  for (const GoEvent* e : s.parsed.Find("GoUnblock")) {
-    ++all;
-    if (e->g != 0) ++linked;
+  CHECK_THAT(p.raw, Catch::Contains("contended_section " GOTRACE_SCENARIO_SRC "/mutex_contention.c:14"));
+  // Contended unlocks link their waiters: mutex waits are ended by another
+  // worker (the sleeps inside the critical section by g0).
+  size_t linked = 0, mutex_waits = 0, sleeps = 0;
+  for (const Wake& w : Wakes(s.parsed)) {
+    if (w.block->name == "GoSleep") {
+      ++sleeps;
+      CHECK(w.unblock->g == 0);
+    } else if (w.block->name == "GoBlockSync") {
+      ++mutex_waits;
+      if (w.unblock->g != 0 && w.unblock->g != w.block->g) ++linked;
+    }
   }
-  CHECK(linked * 2 >= all);
+  CHECK(sleeps == 400);
+  INFO(linked << " of " << mutex_waits << " mutex waits were ended by the unlocking thread");
+  CHECK(linked * 10 >= mutex_waits * 9);
 }
 
 TEST_CASE("C++ thread pool with std::mutex, std::condition_variable and exceptions",

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <dirent.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,11 +77,26 @@ inline ScenarioRun RunTraced(const std::vector<std::string>& argv, const TempDir
   return s;
 }
 
-inline size_t CountUnblocksFrom(const ParsedTrace& t, uint64_t target, bool from_g0) {
-  size_t n = 0;
-  for (const GoEvent* e : t.Find("GoUnblock"))
-    if (e->args.at("g") == target && (e->g == 0) == from_g0) ++n;
-  return n;
+// Each GoUnblock paired with the event that blocked its target.
+struct Wake {
+  const GoEvent* block;    // GoBlockSync, GoBlockCond, GoSleep, ...
+  const GoEvent* unblock;
+};
+inline std::vector<Wake> Wakes(const ParsedTrace& t) {
+  std::map<uint64_t, const GoEvent*> blocked;
+  std::vector<Wake> out;
+  for (const GoEvent& e : t.events) {
+    if (e.name.rfind("GoBlock", 0) == 0 || e.name == "GoSleep") {
+      blocked[e.g] = &e;
+    } else if (e.name == "GoUnblock") {
+      auto it = blocked.find(e.args.at("g"));
+      if (it != blocked.end()) {
+        out.push_back(Wake{it->second, &e});
+        blocked.erase(it);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace gotrace::testing

@@ -2,6 +2,7 @@
 // Scenario: a C++ thread pool (std::thread, std::mutex,
 // std::condition_variable) whose tasks throw and catch exceptions; the
 // tracer must not change results or exception handling.
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
@@ -67,6 +68,9 @@ int main() {
   {
     Pool pool(4);
     for (int i = 0; i < 2000; ++i) {
+      // Batches with pauses: the workers drain the queue and wait on the
+      // condition variable between them, whatever the machine's load.
+      if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       pool.Submit([i, &result_mu, &sum, &failures] {
         try {
           const long v = Task(i);
