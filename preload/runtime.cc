@@ -667,6 +667,9 @@ void FindSelf() {
 __attribute__((constructor(101))) void Init() {
   if (g.phase.load() != Phase::kUninit) return;
   TracerScope tracer;
+  // Keep our own handle on stderr, high and close-on-exec (H27).
+  const long err = sys::Fcntl(2, F_DUPFD_CLOEXEC, 513);
+  if (err >= 0) sys::g_log_fd = static_cast<int>(err);
   ReadConfig(&g.config);
   if (!g.config.enabled) {
     g.phase.store(Phase::kDisabled);

@@ -103,11 +103,13 @@ Line& Line::Bytes(uint64_t b) {
   return Str(" MB");
 }
 
+int g_log_fd = 2;
+
 void Log(const char* msg) {
   char buf[1024];
   Line l(buf, sizeof buf);
   l.Str("gotrace: ").Str(msg).Char('\n');
-  (void)WriteAll(2, l.c_str(), l.size());
+  (void)WriteAll(g_log_fd, l.c_str(), l.size());
 }
 
 size_t StrLen(const char* s) {

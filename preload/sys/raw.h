@@ -119,7 +119,12 @@ class Line {
   size_t len_ = 0;
 };
 
-// "gotrace: <msg>\n" on stderr, in one write.
+// Where diagnostics go: a duplicate of the original stderr taken at startup
+// (H27: programs close fd 2 at exit, as coreutils' close_stdout does, or
+// reuse it for a file), else fd 2.
+extern int g_log_fd;
+
+// "gotrace: <msg>\n" on the diagnostics fd, in one write.
 void Log(const char* msg);
 
 size_t StrLen(const char* s);

@@ -162,3 +162,23 @@ TEST_CASE("%p and %e expand in GOTRACE_OUT; relative paths are against the start
 
 }  // namespace
 }  // namespace gotrace::testing
+
+namespace gotrace::testing {
+namespace {
+
+TEST_CASE("the summary survives a program that closes stderr at exit (coreutils)",
+          "[preload]") {
+  // coreutils programs close stdout and stderr in an atexit handler that runs
+  // before ours; the library writes to its own copy of the original stderr.
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("p.trace")};
+  ProcResult r = RunProcess({"/usr/bin/printf", "%s\\n", "hello"}, o);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "hello\n");
+  CHECK_THAT(r.err, Catch::StartsWith("gotrace: wrote " + dir.File("p.trace")));
+  CHECK(ParseWithGo(dir.File("p.trace")).ok);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
