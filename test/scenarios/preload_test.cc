@@ -182,3 +182,33 @@ TEST_CASE("the summary survives a program that closes stderr at exit (coreutils)
 
 }  // namespace
 }  // namespace gotrace::testing
+
+namespace gotrace::testing {
+namespace {
+
+TEST_CASE("exit while threads are blocked or running: blocked ones end blocked", "[preload]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("exit_with_threads")}, dir);
+  CHECK(s.plain.out == "exiting\n");
+  const ParsedTrace& t = s.parsed;
+  std::vector<uint64_t> threads;
+  for (const GoEvent* e : t.Find("GoCreate"))
+    if (e->g != 0) threads.push_back(e->args.at("g"));
+  REQUIRE(threads.size() == 3);
+  auto last = [&](uint64_t g) -> std::string {
+    std::string name;
+    for (const GoEvent& e : t.events)
+      if (e.g == g && e.name != "GoUnblock" && e.name != "GoCreate") name = e.name;
+    return name;
+  };
+  CHECK(last(threads[0]) == "GoBlockCond");  // waits_forever
+  CHECK(last(threads[1]) == "GoBlockSync");  // blocks_on_mutex
+  // computes: seen running last, descheduled at the end (never left running:
+  // the web check would fail).
+  const std::string busy = last(threads[2]);
+  CHECK((busy == "GoSched" || busy == "GoPreempt"));
+  CHECK(t.Count("GoEnd") == 0);  // nobody ended; main exited the process
+}
+
+}  // namespace
+}  // namespace gotrace::testing
