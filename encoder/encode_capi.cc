@@ -5,8 +5,16 @@
 // the traced process, after its atexit handlers, so it must not throw, must
 // not touch the network (offline symbolization) and reports errors in the
 // result instead of printing them.
+//
+// GOTRACE_SYMBOLS picks how much of the debug info is read: `fast` (the
+// default) names the frames of system libraries whose DWARF is in a separate
+// debug file (libc6-dbg, ...) from their symbol table only, without file and
+// line, because decompressing that DWARF would cost a short program more than
+// the rest of tracing; `full` reads all DWARF, as `gotrace encode` does.
+// Anything else is the default.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -15,6 +23,12 @@
 #include "symbolizer/dw_symbolizer.h"
 
 namespace {
+
+// GOTRACE_SYMBOLS: whether to read the DWARF of system libraries.
+bool SystemDwarf() {
+  const char* v = std::getenv("GOTRACE_SYMBOLS");
+  return v != nullptr && std::strcmp(v, "full") == 0;
+}
 
 void Copy(char* dst, size_t cap, const std::string& s) {
   const size_t n = std::min(cap - 1, s.size());
@@ -36,7 +50,10 @@ extern "C" __attribute__((visibility("default"))) int gotrace_encode_v1(
   opts.output_mode = gotrace::OutputMode::kUnique;
   opts.file_mode = 0600;
   opts.strict = true;
-  opts.symbolizer = gotrace::DefaultSymbolizerFactory(req->offline != 0);
+  gotrace::DwOptions sym;
+  sym.offline = req->offline != 0;
+  sym.system_dwarf = SystemDwarf();
+  opts.symbolizer = gotrace::DefaultSymbolizerFactory(sym);
   gotrace::EncodeStats stats;
   const std::string log = req->log_path;
   const gotrace::Status st =

@@ -8,6 +8,14 @@
 // those nested in namespaces and classes) are indexed by address once, so a
 // lookup is a binary search plus a short descent through the function's
 // lexical blocks and inlined subroutines.
+//
+// DwOptions::system_dwarf = false (the exit-time encode's default): a system
+// library whose DWARF would come from a separate debug file is symbolized
+// from its symbol table only. libdw decompresses every compressed debug
+// section when it opens a file's DWARF (libc6-dbg's libc: 2.3 MB of
+// .debug_info alone, ~50 ms in zlib), while the debug file's .symtab is
+// stored uncompressed and is all a name needs: libdwfl's symbol table lookup
+// opens the debug file as plain ELF and never touches its DWARF.
 //===----------------------------------------------------------------------===//
 #include "symbolizer/dw_symbolizer.h"
 
@@ -18,6 +26,7 @@
 #include <elfutils/libdwfl.h>
 #include <libelf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,6 +169,35 @@ const Dwfl_Callbacks kOfflineCallbacks = {
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
+
+// Whether the ELF file has DWARF of its own (not only a link to a separate
+// debug file).
+bool HasDebugInfo(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf == nullptr || elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (name != nullptr &&
+        (std::strcmp(name, ".debug_info") == 0 || std::strcmp(name, ".zdebug_info") == 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Resolved(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
+// The policy of DwOptions::system_dwarf, for the module at `path` whose
+// main ELF file is `elf`.
+bool ReadsDwarf(const std::string& path, Elf* elf, const DwOptions& options) {
+  if (options.system_dwarf || !IsSystemLibraryPath(Resolved(path))) return true;
+  return HasDebugInfo(elf);
+}
 
 std::string Demangle(const char* name) {
   if (name == nullptr) return std::string();
@@ -449,10 +487,12 @@ class SymbolIndex {
 // One ELF file at one load bias, with its own Dwfl.
 class Module {
  public:
-  Module(std::string path, uint64_t bias)
-      : path_(std::move(path)), base_(Basename(path_)), bias_(bias) {}
-  Module(std::string path, uint64_t bias, const Dwfl_Callbacks* callbacks)
-      : path_(std::move(path)), base_(Basename(path_)), bias_(bias), callbacks_(callbacks) {}
+  Module(std::string path, uint64_t bias, const DwOptions& options)
+      : path_(std::move(path)),
+        base_(Basename(path_)),
+        bias_(bias),
+        options_(options),
+        callbacks_(options.offline ? &kOfflineCallbacks : &kCallbacks) {}
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   ~Module() {
@@ -476,7 +516,10 @@ class Module {
     dwfl_report_begin(dwfl_);
     mod_ = dwfl_report_elf(dwfl_, base_.c_str(), path_.c_str(), -1, bias_, true);
     dwfl_report_end(dwfl_, nullptr, nullptr);
-    return mod_ != nullptr;
+    if (mod_ == nullptr) return false;
+    GElf_Addr elf_bias = 0;
+    dwarf_ = ReadsDwarf(path_, dwfl_module_getelf(mod_, &elf_bias), options_);
+    return true;
   }
 
   void Resolve(uint64_t addr, std::vector<SymFrame>* frames) {
@@ -487,7 +530,8 @@ class Module {
     std::string file;
     uint32_t line = 0;
     Dwarf_Addr dwbias = 0;
-    Dwarf_Die* cudie = dwfl_module_addrdie(mod_, addr, &dwbias);
+    // Without DWARF (the policy), straight to the symbol table below.
+    Dwarf_Die* cudie = dwarf_ ? dwfl_module_addrdie(mod_, addr, &dwbias) : nullptr;
     if (cudie != nullptr) {
       const Dwarf_Addr pc = addr - dwbias;
       const CuIndex& index = Index(cudie);
@@ -540,8 +584,10 @@ class Module {
   std::string path_;
   std::string base_;
   uint64_t bias_;
-  const Dwfl_Callbacks* callbacks_ = &kCallbacks;
+  DwOptions options_;
+  const Dwfl_Callbacks* callbacks_;
   bool opened_ = false;
+  bool dwarf_ = true;  // the policy's answer, once opened
   Dwfl* dwfl_ = nullptr;
   Dwfl_Module* mod_ = nullptr;
   std::unordered_map<uint64_t, std::vector<SymFrame>> cache_;
@@ -552,12 +598,12 @@ class Module {
 
 class DwSymbolizer final : public Symbolizer {
  public:
-  explicit DwSymbolizer(bool offline) : callbacks_(offline ? &kOfflineCallbacks : &kCallbacks) {}
+  explicit DwSymbolizer(const DwOptions& options) : options_(options) {}
 
   void ModuleLoaded(const log::ModuleLoadFields& f) override {
     if (f.lo >= f.hi) return;
     auto [it, inserted] = modules_.try_emplace(std::make_pair(f.path, f.bias));
-    if (inserted) it->second = std::make_unique<Module>(f.path, f.bias, callbacks_);
+    if (inserted) it->second = std::make_unique<Module>(f.path, f.bias, options_);
     maps_.push_back(Mapping{f.epoch, kNever, f.lo, f.hi, it->second.get()});
     sorted_ = false;
   }
@@ -618,19 +664,52 @@ class DwSymbolizer final : public Symbolizer {
   std::vector<uint32_t> order_;
   std::vector<uint64_t> max_hi_;
   bool sorted_ = true;
-  const Dwfl_Callbacks* callbacks_;
+  DwOptions options_;
 };
 
 }  // namespace
 
+bool IsSystemLibraryPath(const std::string& resolved) {
+  static const char* const kDirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+                                      "/usr/libexec/"};
+  for (const char* dir : kDirs) {
+    if (resolved.compare(0, std::strlen(dir), dir) == 0) return true;
+  }
+  return false;
+}
+
+bool UsesDwarf(const std::string& path, const DwOptions& options) {
+  if (options.system_dwarf || !IsSystemLibraryPath(Resolved(path))) return true;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  const bool dwarf = ReadsDwarf(path, elf, options);
+  if (elf != nullptr) elf_end(elf);
+  close(fd);
+  return dwarf;
+}
+
+std::unique_ptr<Symbolizer> MakeDwSymbolizer(const DwOptions& options) {
+  return std::make_unique<DwSymbolizer>(options);
+}
+
 std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
-  return std::make_unique<DwSymbolizer>(offline);
+  DwOptions options;
+  options.offline = offline;
+  return MakeDwSymbolizer(options);
+}
+
+SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& options) {
+  return [options](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
+    return MakeDwSymbolizer(options);
+  };
 }
 
 SymbolizerFactory DefaultSymbolizerFactory(bool offline) {
-  return [offline](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
-    return MakeDwSymbolizer(offline);
-  };
+  DwOptions options;
+  options.offline = offline;
+  return DefaultSymbolizerFactory(options);
 }
 
 }  // namespace gotrace

@@ -10,18 +10,46 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "encoder/symbolizer.h"
 
 namespace gotrace {
 
-// A symbolizer for one recorded process. `offline`: never ask a debuginfod
-// server (DEBUGINFOD_URLS) for debug info, only look in the standard local
-// places; the preloaded library's exit-time encode uses this.
-std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline = false);
+struct DwOptions {
+  // Never ask a debuginfod server (DEBUGINFOD_URLS) for debug info, only
+  // look in the standard local places; the preloaded library's exit-time
+  // encode uses this.
+  bool offline = false;
+  // Read the DWARF of system libraries (see IsSystemLibraryPath) that keep
+  // it in a separate debug file (libc6-dbg, libstdc++6-*-dbg, ...). When
+  // false such a module is symbolized from its symbol table only (the debug
+  // file's .symtab, which is not compressed, else the module's .dynsym):
+  // function names, no file, no line, no inlined frames. Opening that DWARF
+  // means decompressing megabytes of it (tens of milliseconds for libc
+  // alone), which the exit-time encode of a short program cannot afford.
+  // Modules with DWARF in the file itself and modules outside the system
+  // directories are always symbolized from their DWARF.
+  bool system_dwarf = true;
+};
+
+// A symbolizer for one recorded process.
+std::unique_ptr<Symbolizer> MakeDwSymbolizer(const DwOptions& options);
+std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline = false);  // system_dwarf = true
 
 // What `gotrace encode` (online allowed) and the preloaded library (offline)
 // use.
-SymbolizerFactory DefaultSymbolizerFactory(bool offline = false);
+SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& options);
+SymbolizerFactory DefaultSymbolizerFactory(bool offline = false);  // system_dwarf = true
+
+// Whether `path`, already resolved (realpath), is in a system library
+// directory: /lib, /lib64, /usr/lib, /usr/lib64 or /usr/libexec, or below.
+bool IsSystemLibraryPath(const std::string& resolved);
+
+// The per-module policy: whether the symbolizer reads DWARF (its own or a
+// separate debug file's) for the ELF file at `path` (resolved here), given
+// `options`. False only for a system library without .debug_info of its own
+// when options.system_dwarf is false.
+bool UsesDwarf(const std::string& path, const DwOptions& options);
 
 }  // namespace gotrace

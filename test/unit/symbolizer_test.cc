@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -503,6 +505,280 @@ TEST_CASE("symbolizer: many PCs across many modules", "[symbolizer]") {
                   << " with a line");
   // Most of fixture_a's code (not the padding, not the crt functions) has lines.
   CHECK(with_line >= 20 * 500 / 2);
+}
+
+// --- DwOptions::system_dwarf: system libraries by symbol table only ------
+
+DwOptions Fast(bool offline = true) {
+  DwOptions o;
+  o.offline = offline;
+  o.system_dwarf = false;
+  return o;
+}
+
+DwOptions Full(bool offline = true) {
+  DwOptions o;
+  o.offline = offline;
+  o.system_dwarf = true;
+  return o;
+}
+
+// This process's libc as the tracer would report it, and where libc6-dbg
+// would have put its separate debug file (by build-id); "" if it has none.
+struct Libc {
+  Object obj;
+  std::string debug_file;
+};
+
+std::string BuildIdDebugFile(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof *nh;
+      const auto* desc = reinterpret_cast<const unsigned char*>(name + ((nh->n_namesz + 3) & ~3u));
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0 &&
+          nh->n_descsz > 1) {
+        std::string path = "/usr/lib/debug/.build-id/";
+        char hex[3];
+        for (uint32_t k = 0; k < nh->n_descsz; ++k) {
+          std::snprintf(hex, sizeof hex, "%02x", desc[k]);
+          path += hex;
+          if (k == 0) path += '/';
+        }
+        return path + ".debug";
+      }
+      p = reinterpret_cast<const char*>(desc) + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return std::string();
+}
+
+Libc FindLibc() {
+  Libc libc;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] != '/') return 0;
+        if (Basename(info->dlpi_name).rfind("libc.so", 0) != 0) return 0;
+        auto* out = static_cast<Libc*>(arg);
+        out->obj.path = info->dlpi_name;
+        FillSegments(info, &out->obj);
+        const std::string debug = BuildIdDebugFile(info);
+        struct stat st;
+        if (!debug.empty() && stat(debug.c_str(), &st) == 0) out->debug_file = debug;
+        return 1;
+      },
+      &libc);
+  REQUIRE(!libc.obj.path.empty());
+  return libc;
+}
+
+// A fresh directory under /tmp (not a system directory), removed with what
+// was put in it.
+struct TempDir {
+  std::string path;
+  std::vector<std::string> files;
+  TempDir() {
+    char dir[] = "/tmp/gotrace-symbolizer-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    path = dir;
+  }
+  ~TempDir() {
+    for (const std::string& f : files) unlink(f.c_str());
+    rmdir(path.c_str());
+  }
+  std::string Copy(const std::string& from, const std::string& name) {
+    const std::string to = path + "/" + name;
+    std::ifstream in(from, std::ios::binary);
+    std::ofstream out(to, std::ios::binary);
+    out << in.rdbuf();
+    out.close();
+    REQUIRE(out.good());
+    files.push_back(to);
+    return to;
+  }
+  std::string Symlink(const std::string& target, const std::string& name) {
+    const std::string link = path + "/" + name;
+    REQUIRE(symlink(target.c_str(), link.c_str()) == 0);
+    files.push_back(link);
+    return link;
+  }
+};
+
+TEST_CASE("symbolizer: which paths are system library directories", "[symbolizer]") {
+  for (const char* p : {"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
+                        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib64/libfoo.so",
+                        "/usr/libexec/foo/helper", "/usr/lib/jvm/java/lib/server/libjvm.so"}) {
+    INFO(p);
+    CHECK(IsSystemLibraryPath(p));
+  }
+  for (const char* p : {"/usr/local/lib/libfoo.so", "/opt/app/lib/libfoo.so",
+                        "/home/u/usr/lib/x.so", "/usr/libfoo/x.so", "/library/x.so", "/lib64x/x.so",
+                        "/usr/bin/app", "lib/x.so", "usr/lib/x.so", "/tmp/lib/x.so", ""}) {
+    INFO(p);
+    CHECK_FALSE(IsSystemLibraryPath(p));
+  }
+}
+
+TEST_CASE("symbolizer: the DWARF policy per module", "[symbolizer]") {
+  const Libc libc = FindLibc();
+  INFO("libc: " << libc.obj.path);
+  TempDir tmp;
+  const std::string copy = tmp.Copy(GT_SYMFIX_A, "libgt_symfix_copy.so");
+  const std::string libc_link = tmp.Symlink(libc.obj.path, "libc-link.so.6");
+
+  // Full symbolization reads every module's DWARF.
+  for (const std::string& p : {libc.obj.path, libc_link, copy, std::string(GT_SYMFIX_A),
+                               std::string(GT_SYMFIX_DEBUGLINK), std::string(GT_SYMFIX_NODEBUG)}) {
+    INFO(p);
+    CHECK(UsesDwarf(p, Full()));
+    CHECK(UsesDwarf(p, Full(/*offline=*/false)));
+    CHECK(UsesDwarf(p, DwOptions{}));
+  }
+  // Fast: outside the system directories, DWARF as before, also when it is
+  // found through .gnu_debuglink.
+  for (const std::string& p : {copy, std::string(GT_SYMFIX_A), std::string(GT_SYMFIX_DEBUGLINK),
+                               std::string(GT_SYMFIX_NODEBUG)}) {
+    INFO(p);
+    CHECK(UsesDwarf(p, Fast()));
+  }
+  // A system library that keeps its DWARF in a separate file: none, also
+  // when reached through a symbolic link from elsewhere (the policy looks at
+  // the real path).
+  CHECK(IsSystemLibraryPath(realpath(libc.obj.path.c_str(), nullptr)));
+  if (UsesDwarf(libc.obj.path, Fast())) {
+    WARN(libc.obj.path << " has DWARF of its own (not a distribution's libc?)");
+  } else {
+    CHECK_FALSE(UsesDwarf(libc.obj.path, Fast(/*offline=*/false)));
+    CHECK_FALSE(UsesDwarf(libc_link, Fast()));
+  }
+  // A system library with DWARF inside (Debian's libsframe keeps it).
+  const std::string sframe = "/usr/lib/x86_64-linux-gnu/libsframe.so.0";
+  struct stat st;
+  if (stat(sframe.c_str(), &st) != 0) {
+    WARN(sframe << " is not installed: no system library with DWARF of its own to check");
+  } else {
+    CHECK(UsesDwarf(sframe, Fast()));
+  }
+}
+
+// A code address in libc: the entry of a plain C function (not an IFUNC),
+// and an address a few bytes into it.
+uint64_t LibcFunction(const Libc& libc) {
+  void* h = dlopen(Basename(libc.obj.path).c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h != nullptr);
+  void* fn = dlsym(h, "qsort");
+  dlclose(h);
+  REQUIRE(fn != nullptr);
+  const uint64_t addr = reinterpret_cast<uintptr_t>(fn);
+  REQUIRE(libc.obj.text_lo <= addr);
+  REQUIRE(addr < libc.obj.text_hi);
+  return addr;
+}
+
+TEST_CASE("symbolizer: fast mode names system library frames from the symbol table only",
+          "[symbolizer]") {
+  unsetenv("DEBUGINFOD_URLS");
+  const Libc libc = FindLibc();
+  const uint64_t fn = LibcFunction(libc);
+  for (const uint64_t addr : {fn, fn + 4}) {
+    auto s = MakeDwSymbolizer(Fast());
+    s->ModuleLoaded(LoadOf(libc.obj, 0));
+    const auto frames = Symbolize(s.get(), addr, 0);
+    INFO(libc.obj.path << " at " << Hex(addr) << ":\n" << Describe(frames));
+    if (UsesDwarf(libc.obj.path, Fast())) {
+      WARN(libc.obj.path << " has DWARF of its own: nothing to check");
+      return;
+    }
+    REQUIRE(frames.size() == 1);  // no inlined frames
+    CHECK(frames[0].func.find("qsort") != std::string::npos);
+    CHECK(frames[0].file.empty());
+    CHECK(frames[0].line == 0);
+  }
+  // The same through the factory.
+  auto s = DefaultSymbolizerFactory(Fast())(log::LogFile{});
+  s->ModuleLoaded(LoadOf(libc.obj, 0));
+  const auto frames = Symbolize(s.get(), fn, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].line == 0);
+}
+
+TEST_CASE("symbolizer: full mode reads a system library's separate debug file", "[symbolizer]") {
+  unsetenv("DEBUGINFOD_URLS");
+  const Libc libc = FindLibc();
+  if (libc.debug_file.empty()) {
+    WARN("no separate debug file for " << libc.obj.path << " (libc6-dbg is not installed)");
+    return;
+  }
+  const uint64_t fn = LibcFunction(libc);
+  for (bool offline : {true, false}) {
+    std::vector<std::unique_ptr<Symbolizer>> all;
+    all.push_back(MakeDwSymbolizer(Full(offline)));
+    all.push_back(MakeDwSymbolizer(offline));  // the old signatures: full
+    all.push_back(DefaultSymbolizerFactory(Full(offline))(log::LogFile{}));
+    all.push_back(DefaultSymbolizerFactory(offline)(log::LogFile{}));
+    for (const auto& s : all) {
+      s->ModuleLoaded(LoadOf(libc.obj, 0));
+      const auto frames = Symbolize(s.get(), fn + 4, 0);
+      INFO((offline ? "offline" : "online") << ", " << libc.debug_file << ":\n"
+                                            << Describe(frames));
+      REQUIRE(!frames.empty());
+      CHECK(frames.back().func.find("qsort") != std::string::npos);
+      CHECK(!frames[0].file.empty());
+      CHECK(frames[0].line > 0);
+    }
+  }
+}
+
+TEST_CASE("symbolizer: fast mode keeps full DWARF outside the system directories", "[symbolizer]") {
+  unsetenv("DEBUGINFOD_URLS");
+  const Fixture a = Load(GT_SYMFIX_A);
+  const Fixture d = Load(GT_SYMFIX_DEBUGLINK);
+  const GtFixResult ra = RunInlined(a);
+  const GtFixResult rd = RunInlined(d);
+  TempDir tmp;
+  // fixture_a's file copied elsewhere, described as mapped where fixture_a is.
+  Object copy = a.obj;
+  copy.path = tmp.Copy(GT_SYMFIX_A, "libgt_symfix_copy.so");
+  for (const DwOptions& options : {Fast(), Fast(/*offline=*/false), Full()}) {
+    INFO("offline " << options.offline << ", system_dwarf " << options.system_dwarf);
+    {
+      auto s = MakeDwSymbolizer(options);
+      s->ModuleLoaded(LoadOf(a.obj, 0));
+      CheckInlinedFrames(Symbolize(s.get(), ra.pc - 1, 0), ra);
+    }
+    {
+      auto s = MakeDwSymbolizer(options);
+      s->ModuleLoaded(LoadOf(copy, 0));
+      CheckInlinedFrames(Symbolize(s.get(), ra.pc - 1, 0), ra);
+    }
+    {
+      auto s = DefaultSymbolizerFactory(options)(log::LogFile{});
+      s->ModuleLoaded(LoadOf(d.obj, 0));  // debug info through .gnu_debuglink
+      CheckInlinedFrames(Symbolize(s.get(), rd.pc - 1, 0), rd);
+    }
+  }
+}
+
+TEST_CASE("symbolizer: one symbolizer, fast mode, user and system frames", "[symbolizer]") {
+  unsetenv("DEBUGINFOD_URLS");
+  const Fixture a = Load(GT_SYMFIX_A);
+  const GtFixResult ra = RunInlined(a);
+  const Libc libc = FindLibc();
+  const uint64_t fn = LibcFunction(libc);
+  auto s = MakeDwSymbolizer(Fast());
+  s->ModuleLoaded(LoadOf(a.obj, 0));
+  s->ModuleLoaded(LoadOf(libc.obj, 0));
+  CheckInlinedFrames(Symbolize(s.get(), ra.pc - 1, 0), ra);
+  const auto frames = Symbolize(s.get(), fn + 4, 0);
+  INFO(Describe(frames));
+  REQUIRE(frames.size() == 1);
+  CHECK(!frames[0].func.empty());
+  if (!UsesDwarf(libc.obj.path, Fast())) CHECK(frames[0].line == 0);
 }
 
 }  // namespace
