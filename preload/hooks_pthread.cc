@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 
 #include "preload/real.h"
@@ -239,5 +240,147 @@ GT_EXPORT int pthread_cond_broadcast(pthread_cond_t* c) {
   const Tick t = sys::Ticks();
   const int r = GT_REAL(pthread_cond_broadcast)(c);
   if (r == 0) RecordRelease(scope, WaitKind::kCond, Obj(c), 0, t, cpu, GT_FRAME());
+  return r;
+}
+
+// --- Read-write locks ------------------------------------------------------------
+// glibc >= 2.25 rwlock words (read only, to skip releases nobody waits for):
+// __readers & 4 (PTHREAD_RWLOCK_RWAITING): readers are waiting;
+// __writers_futex & 2 and __wrphase_futex & 2 (PTHREAD_RWLOCK_FUTEX_USED):
+// someone may sleep on that futex. (Checked on glibc 2.36: a writer holding
+// the lock with a reader asleep shows __wrphase_futex == 3.)
+
+namespace {
+
+GT_ALWAYS_INLINE bool RwlockHasWaiters(pthread_rwlock_t* l) {
+  const unsigned readers = __atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED);
+  const unsigned wf = __atomic_load_n(&l->__data.__writers_futex, __ATOMIC_RELAXED);
+  const unsigned pf = __atomic_load_n(&l->__data.__wrphase_futex, __ATOMIC_RELAXED);
+  return (readers & 4u) != 0 || (wf & 2u) != 0 || (pf & 2u) != 0;
+}
+
+template <typename Try, typename Lock>
+GT_ALWAYS_INLINE int RwLock(const void* frame, pthread_rwlock_t* l, Try try_fn, Lock lock_fn,
+                            bool timed) {
+  const int rc = try_fn();
+  if (GT_LIKELY(rc != EBUSY)) return rc;  // acquired, or an error (EDEADLK, EAGAIN)
+  HookScope scope(kGroupSync);
+  if (!scope.active()) return lock_fn();
+  WaitRecorder w(scope, WaitKind::kRwlock, reinterpret_cast<uintptr_t>(l), frame);
+  const int r = lock_fn();
+  w.End(r == 0 || (timed && r == ETIMEDOUT));
+  return r;
+}
+
+}  // namespace
+
+GT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* l) {
+  return RwLock(GT_FRAME(), l, [&] { return GT_REAL(pthread_rwlock_tryrdlock)(l); },
+                [&] { return GT_REAL(pthread_rwlock_rdlock)(l); }, false);
+}
+GT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* l) {
+  return RwLock(GT_FRAME(), l, [&] { return GT_REAL(pthread_rwlock_trywrlock)(l); },
+                [&] { return GT_REAL(pthread_rwlock_wrlock)(l); }, false);
+}
+GT_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const struct timespec* t) {
+  return RwLock(GT_FRAME(), l, [&] { return GT_REAL(pthread_rwlock_tryrdlock)(l); },
+                [&] { return GT_REAL(pthread_rwlock_timedrdlock)(l, t); }, true);
+}
+GT_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const struct timespec* t) {
+  return RwLock(GT_FRAME(), l, [&] { return GT_REAL(pthread_rwlock_trywrlock)(l); },
+                [&] { return GT_REAL(pthread_rwlock_timedwrlock)(l, t); }, true);
+}
+GT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
+  auto real = GT_REAL(pthread_rwlock_clockrdlock);
+  if (real == nullptr) return ENOSYS;
+  return RwLock(GT_FRAME(), l, [&] { return GT_REAL(pthread_rwlock_tryrdlock)(l); },
+                [&] { return real(l, c, t); }, true);
+}
+GT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
+  auto real = GT_REAL(pthread_rwlock_clockwrlock);
+  if (real == nullptr) return ENOSYS;
+  return RwLock(GT_FRAME(), l, [&] { return GT_REAL(pthread_rwlock_trywrlock)(l); },
+                [&] { return real(l, c, t); }, true);
+}
+GT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* l) {
+  if (GT_LIKELY(!RwlockHasWaiters(l))) return GT_REAL(pthread_rwlock_unlock)(l);
+  HookScope scope(kGroupSync);
+  if (!scope.active()) return GT_REAL(pthread_rwlock_unlock)(l);
+  const uint32_t cpu = sys::CurrentCpu();
+  const Tick t = sys::Ticks();
+  const int r = GT_REAL(pthread_rwlock_unlock)(l);
+  // A writer's unlock may admit every waiting reader: wake all.
+  if (r == 0) RecordRelease(scope, WaitKind::kRwlock, Obj(l), 0, t, cpu, GT_FRAME());
+  return r;
+}
+
+// --- Barriers ------------------------------------------------------------------
+// The round ends when the last thread arrives, and glibc returns
+// PTHREAD_BARRIER_SERIAL_THREAD to that last arriver (checked on glibc 2.36:
+// 50 of 50 rounds). It never waited; it released everyone at its arrival.
+
+GT_EXPORT int pthread_barrier_wait(pthread_barrier_t* b) {
+  HookScope scope(kGroupSync);
+  if (!scope.active()) return GT_REAL(pthread_barrier_wait)(b);
+  const uint32_t cpu = sys::CurrentCpu();
+  WaitRecorder w(scope, WaitKind::kBarrier, Obj(b), GT_FRAME());
+  const Tick arrival = sys::Ticks();
+  const int r = GT_REAL(pthread_barrier_wait)(b);
+  const bool last = r == PTHREAD_BARRIER_SERIAL_THREAD;
+  w.End(r == 0);
+  if (last) RecordRelease(scope, WaitKind::kBarrier, Obj(b), 0, arrival, cpu, GT_FRAME());
+  return r;
+}
+
+// --- POSIX semaphores (sem_wait@@GLIBC_2.34 and 2.2.5 alike) -------------------
+// glibc's 64-bit semaphore word: value in the low 32 bits, waiters above.
+
+namespace {
+
+GT_ALWAYS_INLINE bool SemHasWaiters(sem_t* s) {
+  uint64_t word;
+  __atomic_load(reinterpret_cast<uint64_t*>(s), &word, __ATOMIC_RELAXED);
+  return (word >> 32) != 0;
+}
+
+template <typename Wait>
+GT_ALWAYS_INLINE int SemWait(const void* frame, sem_t* s, Wait wait_fn, bool timed) {
+  const int saved = errno;
+  if (GT_REAL(sem_trywait)(s) == 0) return 0;  // a token was there: no wait
+  if (errno != EAGAIN) return wait_fn();       // let the real call report the error
+  errno = saved;
+  HookScope scope(kGroupSync);
+  if (!scope.active()) return wait_fn();
+  WaitRecorder w(scope, WaitKind::kSem, Obj(s), frame);
+  const int r = wait_fn();
+  // Interrupted or timed out, it still waited; EINVAL and friends did not.
+  w.End(r == 0 || errno == EINTR || (timed && errno == ETIMEDOUT));
+  return r;
+}
+
+}  // namespace
+
+GT_EXPORT int sem_wait(sem_t* s) {
+  return SemWait(GT_FRAME(), s, [&] { return GT_REAL(sem_wait)(s); }, false);
+}
+GT_EXPORT int sem_timedwait(sem_t* s, const struct timespec* t) {
+  return SemWait(GT_FRAME(), s, [&] { return GT_REAL(sem_timedwait)(s, t); }, true);
+}
+GT_EXPORT int sem_clockwait(sem_t* s, clockid_t c, const struct timespec* t) {
+  auto real = GT_REAL(sem_clockwait);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return SemWait(GT_FRAME(), s, [&] { return real(s, c, t); }, true);
+}
+GT_EXPORT int sem_post(sem_t* s) {
+  if (GT_LIKELY(!SemHasWaiters(s))) return GT_REAL(sem_post)(s);
+  HookScope scope(kGroupSync);
+  if (!scope.active()) return GT_REAL(sem_post)(s);
+  const uint32_t cpu = sys::CurrentCpu();
+  const Tick t = sys::Ticks();
+  const int r = GT_REAL(sem_post)(s);
+  if (r == 0) RecordRelease(scope, WaitKind::kSem, Obj(s), 1, t, cpu, GT_FRAME());
   return r;
 }

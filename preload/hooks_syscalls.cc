@@ -1,22 +1,87 @@
 // SPDX-License-Identifier: Apache-2.0
 //===-- preload/hooks_syscalls.cc - sleeping and blocking system calls ----===//
 //
-// Each call that can block is recorded as one kWait after it returns (H30: a
+// Every call that can block is recorded as one kWait after it returns (H30: a
 // cancelled or interrupted call loses one record, never leaves a half-open
-// wait). errno is preserved (H31); return values pass through unchanged.
-// glibc's sleep() and usleep() call nanosleep internally without the PLT, so
-// each user call is recorded exactly once.
+// wait); its kind is kNet for sockets, pipes, ttys, eventfds and all of
+// poll/select/epoll, kSyscall otherwise (the descriptor's class comes from
+// preload/fdclass.h). Whether a wait blocked is decided by the encoder from
+// its duration (GOTRACE_BLOCK_US). Return values, errno (H31), EINTR and
+// cancellation behave exactly as without us: we call the real function once
+// and only read the clock around it.
+//
+// Covered, with their LFS64 and _chk (fortified) names (H6, H7), each
+// optional (H8: a name missing from the running libc is never called):
+// read/write families, socket I/O, accept, connect, poll/select/epoll, open,
+// fsync, waits for children and signals, file locks, SysV messages,
+// sendfile/splice and getaddrinfo (one network wait). Descriptor-creating
+// calls keep the class table current; close/dup2 also protect the tracer's
+// own descriptors (H27).
+//
+// This file is compiled without _FILE_OFFSET_BITS=64 so that open and open64
+// (pread and pread64, ...) are distinct functions we both define (H7).
 //===----------------------------------------------------------------------===//
 #include <errno.h>
-#include <time.h>
-#include <unistd.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
 
+#include "preload/fdclass.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
 
-using namespace gotrace;
+namespace gotrace {
+namespace {
 
-// nanosleep@@GLIBC_2.2.5: async-signal-safe, no allocation.
+// The I/O on one descriptor: network or system call by its class.
+template <typename Call>
+GT_ALWAYS_INLINE auto OnFd(const void* frame, int fd, long sysno, Call call) -> decltype(call()) {
+  HookScope scope(kGroupIo);
+  if (!scope.active()) return call();
+  const log::FdClass cls = fdclass::Get(fd);
+  SyscallRecorder rec(scope, fdclass::IsNet(cls) ? WaitKind::kNet : WaitKind::kSyscall, cls,
+                      static_cast<uint64_t>(fd), static_cast<uint64_t>(sysno), frame);
+  auto ret = call();
+  rec.End();
+  return ret;
+}
+
+// A wait of a fixed kind (poll/select/epoll are network waits; waitpid and
+// friends are system calls) on `obj`.
+template <typename Call>
+GT_ALWAYS_INLINE auto OnWait(const void* frame, WaitKind kind, uint64_t obj, long sysno,
+                             Call call) -> decltype(call()) {
+  HookScope scope(kGroupIo);
+  if (!scope.active()) return call();
+  SyscallRecorder rec(scope, kind, log::FdClass::kUnknown, obj, static_cast<uint64_t>(sysno),
+                      frame);
+  auto ret = call();
+  rec.End();
+  return ret;
+}
+
+// H8: a function missing from the running libc.
+template <typename R>
+R Missing() {
+  errno = ENOSYS;
+  return static_cast<R>(-1);
+}
+
+void NewFd(long fd, log::FdClass c) {
+  if (fd >= 0) fdclass::Set(static_cast<int>(fd), c);
+}
+
+}  // namespace
+}  // namespace gotrace
+
+using namespace gotrace;
+using log::FdClass;
+
+#define GT_OR_MISSING(name, R)                   \
+  auto real_##name = GT_REAL(name);              \
+  if (real_##name == nullptr) return Missing<R>();
+
+// --- Sleeping (async-signal-safe, no allocation) ------------------------------
+
 GT_EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
   HookScope scope(kGroupSleep);
   if (!scope.active()) return GT_REAL(nanosleep)(req, rem);
@@ -36,6 +101,8 @@ GT_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec*
   return r;
 }
 
+// glibc's sleep() and usleep() call nanosleep internally without the PLT, so
+// each user call is recorded exactly once.
 GT_EXPORT int usleep(useconds_t usec) {
   HookScope scope(kGroupSleep);
   if (!scope.active()) return GT_REAL(usleep)(usec);
@@ -52,4 +119,588 @@ GT_EXPORT unsigned sleep(unsigned seconds) {
   const unsigned r = GT_REAL(sleep)(seconds);
   w.End();
   return r;
+}
+
+// --- read / write families ------------------------------------------------------
+
+GT_EXPORT ssize_t read(int fd, void* buf, size_t n) {
+  GT_OR_MISSING(read, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_read, [&] { return real_read(fd, buf, n); });
+}
+GT_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  GT_OR_MISSING(__read_chk, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_read, [&] { return real___read_chk(fd, buf, n, buflen); });
+}
+GT_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
+  GT_OR_MISSING(write, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_write, [&] { return real_write(fd, buf, n); });
+}
+GT_EXPORT ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  GT_OR_MISSING(pread, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pread64, [&] { return real_pread(fd, buf, n, off); });
+}
+GT_EXPORT ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+  GT_OR_MISSING(pread64, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pread64, [&] { return real_pread64(fd, buf, n, off); });
+}
+GT_EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  GT_OR_MISSING(__pread_chk, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pread64,
+              [&] { return real___pread_chk(fd, buf, n, off, buflen); });
+}
+GT_EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  GT_OR_MISSING(__pread64_chk, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pread64,
+              [&] { return real___pread64_chk(fd, buf, n, off, buflen); });
+}
+GT_EXPORT ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+  GT_OR_MISSING(pwrite, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pwrite64, [&] { return real_pwrite(fd, buf, n, off); });
+}
+GT_EXPORT ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
+  GT_OR_MISSING(pwrite64, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pwrite64, [&] { return real_pwrite64(fd, buf, n, off); });
+}
+GT_EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
+  GT_OR_MISSING(readv, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_readv, [&] { return real_readv(fd, iov, cnt); });
+}
+GT_EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
+  GT_OR_MISSING(writev, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_writev, [&] { return real_writev(fd, iov, cnt); });
+}
+GT_EXPORT ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) {
+  GT_OR_MISSING(preadv, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_preadv, [&] { return real_preadv(fd, iov, cnt, off); });
+}
+GT_EXPORT ssize_t preadv64(int fd, const struct iovec* iov, int cnt, off64_t off) {
+  GT_OR_MISSING(preadv64, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_preadv, [&] { return real_preadv64(fd, iov, cnt, off); });
+}
+GT_EXPORT ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) {
+  GT_OR_MISSING(pwritev, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pwritev, [&] { return real_pwritev(fd, iov, cnt, off); });
+}
+GT_EXPORT ssize_t pwritev64(int fd, const struct iovec* iov, int cnt, off64_t off) {
+  GT_OR_MISSING(pwritev64, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pwritev, [&] { return real_pwritev64(fd, iov, cnt, off); });
+}
+GT_EXPORT ssize_t preadv2(int fd, const struct iovec* iov, int cnt, off_t off, int flags) {
+  GT_OR_MISSING(preadv2, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_preadv2, [&] { return real_preadv2(fd, iov, cnt, off, flags); });
+}
+GT_EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int cnt, off64_t off, int flags) {
+  GT_OR_MISSING(preadv64v2, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_preadv2,
+              [&] { return real_preadv64v2(fd, iov, cnt, off, flags); });
+}
+GT_EXPORT ssize_t pwritev2(int fd, const struct iovec* iov, int cnt, off_t off, int flags) {
+  GT_OR_MISSING(pwritev2, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pwritev2,
+              [&] { return real_pwritev2(fd, iov, cnt, off, flags); });
+}
+GT_EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t off, int flags) {
+  GT_OR_MISSING(pwritev64v2, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_pwritev2,
+              [&] { return real_pwritev64v2(fd, iov, cnt, off, flags); });
+}
+
+// --- sockets ----------------------------------------------------------------------
+
+GT_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  GT_OR_MISSING(recv, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_recvfrom, [&] { return real_recv(fd, buf, n, flags); });
+}
+GT_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+  GT_OR_MISSING(__recv_chk, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_recvfrom,
+              [&] { return real___recv_chk(fd, buf, n, buflen, flags); });
+}
+GT_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* addr,
+                           socklen_t* len) {
+  GT_OR_MISSING(recvfrom, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_recvfrom,
+              [&] { return real_recvfrom(fd, buf, n, flags, addr, len); });
+}
+GT_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags,
+                                 struct sockaddr* addr, socklen_t* len) {
+  GT_OR_MISSING(__recvfrom_chk, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_recvfrom,
+              [&] { return real___recvfrom_chk(fd, buf, n, buflen, flags, addr, len); });
+}
+GT_EXPORT ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
+  GT_OR_MISSING(recvmsg, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_recvmsg, [&] { return real_recvmsg(fd, msg, flags); });
+}
+GT_EXPORT int recvmmsg(int fd, struct mmsghdr* v, unsigned n, int flags, struct timespec* t) {
+  GT_OR_MISSING(recvmmsg, int);
+  return OnFd(GT_FRAME(), fd, SYS_recvmmsg, [&] { return real_recvmmsg(fd, v, n, flags, t); });
+}
+GT_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  GT_OR_MISSING(send, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_sendto, [&] { return real_send(fd, buf, n, flags); });
+}
+GT_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags,
+                         const struct sockaddr* addr, socklen_t len) {
+  GT_OR_MISSING(sendto, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_sendto,
+              [&] { return real_sendto(fd, buf, n, flags, addr, len); });
+}
+GT_EXPORT ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
+  GT_OR_MISSING(sendmsg, ssize_t);
+  return OnFd(GT_FRAME(), fd, SYS_sendmsg, [&] { return real_sendmsg(fd, msg, flags); });
+}
+GT_EXPORT int sendmmsg(int fd, struct mmsghdr* v, unsigned n, int flags) {
+  GT_OR_MISSING(sendmmsg, int);
+  return OnFd(GT_FRAME(), fd, SYS_sendmmsg, [&] { return real_sendmmsg(fd, v, n, flags); });
+}
+GT_EXPORT int accept(int fd, struct sockaddr* addr, socklen_t* len) {
+  GT_OR_MISSING(accept, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kNet, static_cast<uint64_t>(fd), SYS_accept,
+                       [&] { return real_accept(fd, addr, len); });
+  NewFd(r, FdClass::kSocket);
+  return r;
+}
+GT_EXPORT int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
+  GT_OR_MISSING(accept4, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kNet, static_cast<uint64_t>(fd), SYS_accept4,
+                       [&] { return real_accept4(fd, addr, len, flags); });
+  NewFd(r, FdClass::kSocket);
+  return r;
+}
+GT_EXPORT int connect(int fd, const struct sockaddr* addr, socklen_t len) {
+  GT_OR_MISSING(connect, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, static_cast<uint64_t>(fd), SYS_connect,
+                [&] { return real_connect(fd, addr, len); });
+}
+
+// --- readiness waits: always network waits -----------------------------------
+
+GT_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
+  GT_OR_MISSING(poll, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, SYS_poll, [&] { return real_poll(fds, n, timeout); });
+}
+GT_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
+  GT_OR_MISSING(__poll_chk, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, SYS_poll,
+                [&] { return real___poll_chk(fds, n, timeout, fdslen); });
+}
+GT_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* t, const sigset_t* ss) {
+  GT_OR_MISSING(ppoll, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, SYS_ppoll, [&] { return real_ppoll(fds, n, t, ss); });
+}
+GT_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* t,
+                          const sigset_t* ss, size_t fdslen) {
+  GT_OR_MISSING(__ppoll_chk, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, SYS_ppoll,
+                [&] { return real___ppoll_chk(fds, n, t, ss, fdslen); });
+}
+GT_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, struct timeval* t) {
+  GT_OR_MISSING(select, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, SYS_select, [&] { return real_select(n, r, w, e, t); });
+}
+GT_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* t,
+                      const sigset_t* ss) {
+  GT_OR_MISSING(pselect, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, SYS_pselect6,
+                [&] { return real_pselect(n, r, w, e, t, ss); });
+}
+GT_EXPORT int epoll_wait(int ep, struct epoll_event* ev, int max, int timeout) {
+  GT_OR_MISSING(epoll_wait, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, static_cast<uint64_t>(ep), SYS_epoll_wait,
+                [&] { return real_epoll_wait(ep, ev, max, timeout); });
+}
+GT_EXPORT int epoll_pwait(int ep, struct epoll_event* ev, int max, int timeout,
+                          const sigset_t* ss) {
+  GT_OR_MISSING(epoll_pwait, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, static_cast<uint64_t>(ep), SYS_epoll_pwait,
+                [&] { return real_epoll_pwait(ep, ev, max, timeout, ss); });
+}
+GT_EXPORT int epoll_pwait2(int ep, struct epoll_event* ev, int max, const struct timespec* t,
+                           const sigset_t* ss) {
+  GT_OR_MISSING(epoll_pwait2, int);
+  return OnWait(GT_FRAME(), WaitKind::kNet, static_cast<uint64_t>(ep), SYS_epoll_pwait2,
+                [&] { return real_epoll_pwait2(ep, ev, max, t, ss); });
+}
+
+// --- opening files (may block on NFS, FIFOs, devices) -------------------------
+
+// The mode argument exists only with O_CREAT or O_TMPFILE.
+#define GT_OPEN_MODE(flags)                                   \
+  mode_t mode = 0;                                            \
+  if ((flags) & (O_CREAT | O_TMPFILE)) {                      \
+    va_list ap;                                               \
+    va_start(ap, flags);                                      \
+    mode = static_cast<mode_t>(va_arg(ap, unsigned));         \
+    va_end(ap);                                               \
+  }
+
+GT_EXPORT int open(const char* path, int flags, ...) {
+  GT_OPEN_MODE(flags);
+  GT_OR_MISSING(open, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real_open(path, flags, mode); });
+  if (r >= 0) fdclass::Forget(r);  // classified on first use
+  return r;
+}
+GT_EXPORT int open64(const char* path, int flags, ...) {
+  GT_OPEN_MODE(flags);
+  GT_OR_MISSING(open64, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real_open64(path, flags, mode); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int openat(int dir, const char* path, int flags, ...) {
+  GT_OPEN_MODE(flags);
+  GT_OR_MISSING(openat, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real_openat(dir, path, flags, mode); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int openat64(int dir, const char* path, int flags, ...) {
+  GT_OPEN_MODE(flags);
+  GT_OR_MISSING(openat64, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real_openat64(dir, path, flags, mode); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int __open_2(const char* path, int flags) {
+  GT_OR_MISSING(__open_2, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real___open_2(path, flags); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int __open64_2(const char* path, int flags) {
+  GT_OR_MISSING(__open64_2, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real___open64_2(path, flags); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int __openat_2(int dir, const char* path, int flags) {
+  GT_OR_MISSING(__openat_2, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real___openat_2(dir, path, flags); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int __openat64_2(int dir, const char* path, int flags) {
+  GT_OR_MISSING(__openat64_2, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real___openat64_2(dir, path, flags); });
+  if (r >= 0) fdclass::Forget(r);
+  return r;
+}
+GT_EXPORT int creat(const char* path, mode_t mode) {
+  GT_OR_MISSING(creat, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real_creat(path, mode); });
+  if (r >= 0) fdclass::Set(r, FdClass::kFile);
+  return r;
+}
+GT_EXPORT int creat64(const char* path, mode_t mode) {
+  GT_OR_MISSING(creat64, int);
+  const int r = OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_openat,
+                       [&] { return real_creat64(path, mode); });
+  if (r >= 0) fdclass::Set(r, FdClass::kFile);
+  return r;
+}
+
+// --- syncing ----------------------------------------------------------------------
+
+GT_EXPORT int fsync(int fd) {
+  GT_OR_MISSING(fsync, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_fsync,
+                [&] { return real_fsync(fd); });
+}
+GT_EXPORT int fdatasync(int fd) {
+  GT_OR_MISSING(fdatasync, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_fdatasync,
+                [&] { return real_fdatasync(fd); });
+}
+GT_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags) {
+  GT_OR_MISSING(sync_file_range, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_sync_file_range,
+                [&] { return real_sync_file_range(fd, off, n, flags); });
+}
+
+// --- children and signals ------------------------------------------------------------
+
+GT_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
+  GT_OR_MISSING(waitpid, pid_t);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(pid), SYS_wait4,
+                [&] { return real_waitpid(pid, status, options); });
+}
+GT_EXPORT pid_t wait(int* status) {
+  GT_OR_MISSING(wait, pid_t);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_wait4, [&] { return real_wait(status); });
+}
+GT_EXPORT pid_t wait3(int* status, int options, struct rusage* ru) {
+  GT_OR_MISSING(wait3, pid_t);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_wait4,
+                [&] { return real_wait3(status, options, ru); });
+}
+GT_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* ru) {
+  GT_OR_MISSING(wait4, pid_t);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(pid), SYS_wait4,
+                [&] { return real_wait4(pid, status, options, ru); });
+}
+GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
+  GT_OR_MISSING(waitid, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, id, SYS_waitid,
+                [&] { return real_waitid(type, id, info, options); });
+}
+GT_EXPORT int sigwait(const sigset_t* set, int* sig) {
+  GT_OR_MISSING(sigwait, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_rt_sigtimedwait,
+                [&] { return real_sigwait(set, sig); });
+}
+GT_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  GT_OR_MISSING(sigwaitinfo, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_rt_sigtimedwait,
+                [&] { return real_sigwaitinfo(set, info); });
+}
+GT_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* t) {
+  GT_OR_MISSING(sigtimedwait, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_rt_sigtimedwait,
+                [&] { return real_sigtimedwait(set, info, t); });
+}
+GT_EXPORT int pause(void) {
+  GT_OR_MISSING(pause, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_pause, [&] { return real_pause(); });
+}
+GT_EXPORT int sigsuspend(const sigset_t* set) {
+  GT_OR_MISSING(sigsuspend, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_rt_sigsuspend,
+                [&] { return real_sigsuspend(set); });
+}
+
+// --- file locks -------------------------------------------------------------------------
+
+GT_EXPORT int flock(int fd, int op) {
+  GT_OR_MISSING(flock, int);
+  if (op & LOCK_NB) return real_flock(fd, op);  // never waits
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_flock,
+                [&] { return real_flock(fd, op); });
+}
+
+namespace {
+// fcntl's third argument is an int or a pointer: passed on as a word.
+template <typename Real>
+int Fcntl(const void* frame, Real real, int fd, int cmd, unsigned long arg) {
+  switch (cmd) {
+    case F_SETLKW: case F_OFD_SETLKW:
+#if defined(F_SETLKW64) && F_SETLKW64 != F_SETLKW
+    case F_SETLKW64:
+#endif
+      return OnWait(frame, WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_fcntl,
+                    [&] { return real(fd, cmd, arg); });
+    case F_DUPFD: case F_DUPFD_CLOEXEC: {
+      const int r = real(fd, cmd, arg);
+      if (r >= 0) fdclass::Copy(fd, r);
+      return r;
+    }
+    default:
+      return real(fd, cmd, arg);
+  }
+}
+}  // namespace
+
+GT_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  const unsigned long arg = va_arg(ap, unsigned long);
+  va_end(ap);
+  GT_OR_MISSING(fcntl, int);
+  return Fcntl(GT_FRAME(), real_fcntl, fd, cmd, arg);
+}
+GT_EXPORT int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  const unsigned long arg = va_arg(ap, unsigned long);
+  va_end(ap);
+  GT_OR_MISSING(fcntl64, int);
+  return Fcntl(GT_FRAME(), real_fcntl64, fd, cmd, arg);
+}
+GT_EXPORT int lockf(int fd, int cmd, off_t len) {
+  GT_OR_MISSING(lockf, int);
+  if (cmd != F_LOCK) return real_lockf(fd, cmd, len);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_fcntl,
+                [&] { return real_lockf(fd, cmd, len); });
+}
+GT_EXPORT int lockf64(int fd, int cmd, off64_t len) {
+  GT_OR_MISSING(lockf64, int);
+  if (cmd != F_LOCK) return real_lockf64(fd, cmd, len);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(fd), SYS_fcntl,
+                [&] { return real_lockf64(fd, cmd, len); });
+}
+
+// --- SysV messages, zero-copy transfers ----------------------------------------
+
+GT_EXPORT ssize_t msgrcv(int q, void* msg, size_t n, long type, int flags) {
+  GT_OR_MISSING(msgrcv, ssize_t);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(q), SYS_msgrcv,
+                [&] { return real_msgrcv(q, msg, n, type, flags); });
+}
+GT_EXPORT int msgsnd(int q, const void* msg, size_t n, int flags) {
+  GT_OR_MISSING(msgsnd, int);
+  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(q), SYS_msgsnd,
+                [&] { return real_msgsnd(q, msg, n, flags); });
+}
+GT_EXPORT ssize_t sendfile(int out, int in, off_t* off, size_t n) {
+  GT_OR_MISSING(sendfile, ssize_t);
+  return OnFd(GT_FRAME(), out, SYS_sendfile, [&] { return real_sendfile(out, in, off, n); });
+}
+GT_EXPORT ssize_t sendfile64(int out, int in, off64_t* off, size_t n) {
+  GT_OR_MISSING(sendfile64, ssize_t);
+  return OnFd(GT_FRAME(), out, SYS_sendfile, [&] { return real_sendfile64(out, in, off, n); });
+}
+GT_EXPORT ssize_t splice(int in, loff_t* in_off, int out, loff_t* out_off, size_t n,
+                         unsigned flags) {
+  GT_OR_MISSING(splice, ssize_t);
+  return OnFd(GT_FRAME(), in, SYS_splice,
+              [&] { return real_splice(in, in_off, out, out_off, n, flags); });
+}
+
+// getaddrinfo: DNS over its own sockets, inside libc (not seen). One network
+// wait for the whole lookup.
+GT_EXPORT int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints,
+                          struct addrinfo** res) {
+  auto real = GT_REAL(getaddrinfo);
+  if (real == nullptr) return EAI_SYSTEM;
+  return OnWait(GT_FRAME(), WaitKind::kNet, 0, 0, [&] { return real(node, service, hints, res); });
+}
+
+// --- descriptor bookkeeping (no events) --------------------------------------------
+
+GT_EXPORT int socket(int domain, int type, int protocol) {
+  GT_OR_MISSING(socket, int);
+  const int r = real_socket(domain, type, protocol);
+  NewFd(r, FdClass::kSocket);
+  return r;
+}
+GT_EXPORT int socketpair(int domain, int type, int protocol, int sv[2]) {
+  GT_OR_MISSING(socketpair, int);
+  const int r = real_socketpair(domain, type, protocol, sv);
+  if (r == 0) {
+    NewFd(sv[0], FdClass::kSocket);
+    NewFd(sv[1], FdClass::kSocket);
+  }
+  return r;
+}
+GT_EXPORT int pipe(int fds[2]) {
+  GT_OR_MISSING(pipe, int);
+  const int r = real_pipe(fds);
+  if (r == 0) {
+    NewFd(fds[0], FdClass::kPipe);
+    NewFd(fds[1], FdClass::kPipe);
+  }
+  return r;
+}
+GT_EXPORT int pipe2(int fds[2], int flags) {
+  GT_OR_MISSING(pipe2, int);
+  const int r = real_pipe2(fds, flags);
+  if (r == 0) {
+    NewFd(fds[0], FdClass::kPipe);
+    NewFd(fds[1], FdClass::kPipe);
+  }
+  return r;
+}
+GT_EXPORT int eventfd(unsigned init, int flags) {
+  GT_OR_MISSING(eventfd, int);
+  const int r = real_eventfd(init, flags);
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int timerfd_create(int clock, int flags) {
+  GT_OR_MISSING(timerfd_create, int);
+  const int r = real_timerfd_create(clock, flags);
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) {
+  GT_OR_MISSING(signalfd, int);
+  const int r = real_signalfd(fd, mask, flags);
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int epoll_create(int size) {
+  GT_OR_MISSING(epoll_create, int);
+  const int r = real_epoll_create(size);
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int epoll_create1(int flags) {
+  GT_OR_MISSING(epoll_create1, int);
+  const int r = real_epoll_create1(flags);
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int inotify_init(void) {
+  GT_OR_MISSING(inotify_init, int);
+  const int r = real_inotify_init();
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int inotify_init1(int flags) {
+  GT_OR_MISSING(inotify_init1, int);
+  const int r = real_inotify_init1(flags);
+  NewFd(r, FdClass::kEvent);
+  return r;
+}
+GT_EXPORT int dup(int fd) {
+  GT_OR_MISSING(dup, int);
+  const int r = real_dup(fd);
+  if (r >= 0) fdclass::Copy(fd, r);
+  return r;
+}
+GT_EXPORT int dup2(int fd, int to) {
+  GT_OR_MISSING(dup2, int);
+  ProtectFd(to);
+  const int r = real_dup2(fd, to);
+  if (r >= 0) fdclass::Copy(fd, r);
+  return r;
+}
+GT_EXPORT int dup3(int fd, int to, int flags) {
+  GT_OR_MISSING(dup3, int);
+  ProtectFd(to);
+  const int r = real_dup3(fd, to, flags);
+  if (r >= 0) fdclass::Copy(fd, r);
+  return r;
+}
+GT_EXPORT int close(int fd) {
+  GT_OR_MISSING(close, int);
+  if (IsTracerFd(fd)) return 0;  // H27: our descriptors stay open (documented)
+  fdclass::Forget(fd);
+  return real_close(fd);
+}
+GT_EXPORT int close_range(unsigned lo, unsigned hi, int flags) {
+  GT_OR_MISSING(close_range, int);
+  // H27: close around the tracer's descriptors, not over them.
+  fdclass::ForgetRange(lo, hi);
+  return CloseRangeAround(lo, hi, flags, real_close_range);
+}
+GT_EXPORT void closefrom(int lo) {
+  auto real = GT_REAL(close_range);
+  if (real == nullptr) {
+    if (auto cf = GT_REAL(closefrom)) cf(lo);
+    return;
+  }
+  fdclass::ForgetRange(static_cast<unsigned>(lo), ~0u);
+  (void)CloseRangeAround(static_cast<unsigned>(lo), ~0u, 0, real);
+}
+GT_EXPORT int fclose(FILE* f) {
+  GT_OR_MISSING(fclose, int);
+  // glibc closes the descriptor inside, without our close(): forget it here.
+  if (f != nullptr) {
+    const int saved_errno = errno;
+    const int fd = fileno(f);
+    errno = saved_errno;
+    if (fd >= 0) fdclass::Forget(fd);
+  }
+  return real_fclose(f);
 }

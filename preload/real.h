@@ -16,9 +16,45 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/msg.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+// glibc's fortified entry points (declared in bits/*2.h only under
+// _FORTIFY_SOURCE); their exact prototypes.
+extern "C" {
+ssize_t __read_chk(int fd, void* buf, size_t nbytes, size_t buflen);
+ssize_t __pread_chk(int fd, void* buf, size_t nbytes, off_t offset, size_t buflen);
+ssize_t __pread64_chk(int fd, void* buf, size_t nbytes, off64_t offset, size_t buflen);
+ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* addr,
+                       socklen_t* addr_len);
+int __poll_chk(pollfd* fds, nfds_t nfds, int timeout, size_t fdslen);
+int __ppoll_chk(pollfd* fds, nfds_t nfds, const timespec* timeout, const sigset_t* ss,
+                size_t fdslen);
+int __open_2(const char* file, int oflag);
+int __open64_2(const char* file, int oflag);
+int __openat_2(int fd, const char* file, int oflag);
+int __openat64_2(int fd, const char* file, int oflag);
+}
 
 #include "preload/sys/platform.h"
 
@@ -44,6 +80,115 @@
   X(clock_nanosleep, nullptr, true)                                   \
   X(usleep, nullptr, true)                                            \
   X(sleep, nullptr, true)                                             \
+  X(read, nullptr, false)                                         \
+  X(write, nullptr, false)                                        \
+  X(pread, nullptr, false)                                        \
+  X(pread64, nullptr, false)                                      \
+  X(pwrite, nullptr, false)                                       \
+  X(pwrite64, nullptr, false)                                     \
+  X(readv, nullptr, false)                                        \
+  X(writev, nullptr, false)                                       \
+  X(preadv, nullptr, false)                                       \
+  X(preadv64, nullptr, false)                                     \
+  X(pwritev, nullptr, false)                                      \
+  X(pwritev64, nullptr, false)                                    \
+  X(preadv2, nullptr, false)                                      \
+  X(pwritev2, nullptr, false)                                     \
+  X(preadv64v2, nullptr, false)                                   \
+  X(pwritev64v2, nullptr, false)                                  \
+  X(__read_chk, nullptr, false)                                   \
+  X(__pread_chk, nullptr, false)                                  \
+  X(__pread64_chk, nullptr, false)                                \
+  X(recv, nullptr, false)                                         \
+  X(recvfrom, nullptr, false)                                     \
+  X(recvmsg, nullptr, false)                                      \
+  X(recvmmsg, nullptr, false)                                     \
+  X(__recv_chk, nullptr, false)                                   \
+  X(__recvfrom_chk, nullptr, false)                               \
+  X(send, nullptr, false)                                         \
+  X(sendto, nullptr, false)                                       \
+  X(sendmsg, nullptr, false)                                      \
+  X(sendmmsg, nullptr, false)                                     \
+  X(accept, nullptr, false)                                       \
+  X(accept4, nullptr, false)                                      \
+  X(connect, nullptr, false)                                      \
+  X(poll, nullptr, false)                                         \
+  X(ppoll, nullptr, false)                                        \
+  X(__poll_chk, nullptr, false)                                   \
+  X(__ppoll_chk, nullptr, false)                                  \
+  X(select, nullptr, false)                                       \
+  X(pselect, nullptr, false)                                      \
+  X(epoll_wait, nullptr, false)                                   \
+  X(epoll_pwait, nullptr, false)                                  \
+  X(epoll_pwait2, nullptr, false)                                 \
+  X(open, nullptr, false)                                         \
+  X(open64, nullptr, false)                                       \
+  X(openat, nullptr, false)                                       \
+  X(openat64, nullptr, false)                                     \
+  X(__open_2, nullptr, false)                                     \
+  X(__open64_2, nullptr, false)                                   \
+  X(__openat_2, nullptr, false)                                   \
+  X(__openat64_2, nullptr, false)                                 \
+  X(creat, nullptr, false)                                        \
+  X(creat64, nullptr, false)                                      \
+  X(fsync, nullptr, false)                                        \
+  X(fdatasync, nullptr, false)                                    \
+  X(sync_file_range, nullptr, false)                              \
+  X(waitpid, nullptr, false)                                      \
+  X(wait, nullptr, false)                                         \
+  X(wait3, nullptr, false)                                        \
+  X(wait4, nullptr, false)                                        \
+  X(waitid, nullptr, false)                                       \
+  X(sigwait, nullptr, false)                                      \
+  X(sigwaitinfo, nullptr, false)                                  \
+  X(sigtimedwait, nullptr, false)                                 \
+  X(pause, nullptr, false)                                        \
+  X(sigsuspend, nullptr, false)                                   \
+  X(flock, nullptr, false)                                        \
+  X(fcntl, nullptr, false)                                        \
+  X(fcntl64, nullptr, false)                                      \
+  X(lockf, nullptr, false)                                        \
+  X(lockf64, nullptr, false)                                      \
+  X(msgrcv, nullptr, false)                                       \
+  X(msgsnd, nullptr, false)                                       \
+  X(sendfile, nullptr, false)                                     \
+  X(sendfile64, nullptr, false)                                   \
+  X(splice, nullptr, false)                                       \
+  X(getaddrinfo, nullptr, false)                                  \
+  X(socket, nullptr, false)                                       \
+  X(socketpair, nullptr, false)                                   \
+  X(pipe, nullptr, false)                                         \
+  X(pipe2, nullptr, false)                                        \
+  X(dup, nullptr, false)                                          \
+  X(dup2, nullptr, false)                                         \
+  X(dup3, nullptr, false)                                         \
+  X(close, nullptr, false)                                        \
+  X(close_range, nullptr, false)                                  \
+  X(closefrom, nullptr, false)                                    \
+  X(fclose, nullptr, false)                                       \
+  X(eventfd, nullptr, false)                                      \
+  X(timerfd_create, nullptr, false)                               \
+  X(signalfd, nullptr, false)                                     \
+  X(epoll_create, nullptr, false)                                 \
+  X(epoll_create1, nullptr, false)                                \
+  X(inotify_init, nullptr, false)                                 \
+  X(inotify_init1, nullptr, false)                                \
+  X(pthread_rwlock_rdlock, nullptr, false)                        \
+  X(pthread_rwlock_tryrdlock, nullptr, false)                     \
+  X(pthread_rwlock_timedrdlock, nullptr, false)                   \
+  X(pthread_rwlock_clockrdlock, nullptr, false)                   \
+  X(pthread_rwlock_wrlock, nullptr, false)                        \
+  X(pthread_rwlock_trywrlock, nullptr, false)                     \
+  X(pthread_rwlock_timedwrlock, nullptr, false)                   \
+  X(pthread_rwlock_clockwrlock, nullptr, false)                   \
+  X(pthread_rwlock_unlock, nullptr, false)                        \
+  X(pthread_barrier_wait, nullptr, false)                         \
+  X(sem_wait, nullptr, false)                                     \
+  X(sem_trywait, nullptr, false)                                  \
+  X(sem_timedwait, nullptr, false)                                \
+  X(sem_clockwait, nullptr, false)                                \
+  X(sem_post, nullptr, false)                                     \
+  X(syscall, nullptr, false)                                      \
   X(dlclose, nullptr, true)
 
 extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,

@@ -95,7 +95,7 @@ bool WriteChunk(const log::SealedChunk& c, bool final_flush) {
     return false;
   }
   const uint64_t off = g.log_offset.fetch_add(c.size, std::memory_order_relaxed);
-  const long rc = sys::PwriteAll(g.log_fd, c.data, c.size, off);
+  const long rc = sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), c.data, c.size, off);
   if (rc == 0) {
     g.chunks_written.fetch_add(1, std::memory_order_relaxed);
   } else if (g.chunks_dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
@@ -285,6 +285,12 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
 // ---------------------------------------------------------------------------
 // Registration
 
+bool AbandonedScope(uintptr_t frame) {
+  const ThreadRec* r = t_state.rec;
+  return r != nullptr && t_state.scope_frame != 0 && frame > t_state.scope_frame &&
+         frame >= r->stack_lo && frame < r->stack_hi;
+}
+
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags) {
   if (t_state.rec != nullptr) return t_state.rec;
   if (t_state.status != kThreadNew || g.phase.load(std::memory_order_acquire) != Phase::kReady)
@@ -408,7 +414,9 @@ WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, cons
   f.stack = stack_;
   f.obj = obj;
   f.aux = 0;
+  f.flags = 0;
   f.t0 = t0_;
+  f.frame = frame;
   f.kind.store(static_cast<uint32_t>(kind), std::memory_order_release);
 }
 
@@ -419,6 +427,20 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
     rec_->w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
     Commit(rec_);
+  }
+  errno = saved_errno;
+}
+
+void SyscallRecorder::End() {
+  const Tick t1 = sys::Ticks();
+  const int saved_errno = errno;  // H31
+  ThreadRec* r = scope_.rec();
+  r->inflight.kind.store(0, std::memory_order_relaxed);
+  const Tick d = t1 - t0_;
+  const uint32_t stack = d >= g.stack_min_ticks ? CaptureStack(scope_, frame_, t0_) : 0;
+  if (GT_LIKELY(Reserve(r, log::kMaxFixedRecordBytes))) {
+    r->w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
+    Commit(r);
   }
   errno = saved_errno;
 }
@@ -441,6 +463,56 @@ void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, 
     r->w.ThreadCreate(t, cpu, create_id, start_pc, stack);
     Commit(r);
   }
+}
+
+void RecordHeap(uint64_t live_bytes) {
+  if (g.phase.load(std::memory_order_relaxed) != Phase::kReady || t_state.depth != 0) return;
+  ThreadRec* r = t_state.rec;
+  if (r == nullptr) {
+    if (t_state.status != kThreadNew) return;
+    r = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);
+    if (r == nullptr) return;
+  }
+  TracerScope tracer;
+  if (Reserve(r, log::kMaxFixedRecordBytes)) {
+    r->w.Heap(sys::Ticks(), sys::CurrentCpu(), live_bytes);
+    Commit(r);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The tracer's descriptors
+
+bool IsTracerFd(int fd) {
+  return fd >= 0 && (fd == __atomic_load_n(&g.log_fd, __ATOMIC_RELAXED) ||
+                     fd == __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED));
+}
+
+void ProtectFd(int fd) {
+  if (!IsTracerFd(fd) || fd == 2) return;
+  // Duplicate ours to another high number first, then switch: the program's
+  // dup2 then closes the old number, which we no longer use.
+  const long moved = sys::Fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+  if (moved < 0) return;
+  if (fd == g.log_fd) __atomic_store_n(&g.log_fd, static_cast<int>(moved), __ATOMIC_RELEASE);
+  if (fd == sys::g_log_fd) __atomic_store_n(&sys::g_log_fd, static_cast<int>(moved), __ATOMIC_RELEASE);
+}
+
+int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real) {
+  int ours[2] = {__atomic_load_n(&g.log_fd, __ATOMIC_RELAXED),
+                 __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED)};
+  if (ours[0] > ours[1]) std::swap(ours[0], ours[1]);
+  unsigned from = lo;
+  for (int fd : ours) {
+    if (fd < 0 || static_cast<unsigned>(fd) < from || static_cast<unsigned>(fd) > hi) continue;
+    if (static_cast<unsigned>(fd) > from) {
+      const int r = real(from, static_cast<unsigned>(fd) - 1, flags);
+      if (r != 0) return r;
+    }
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  if (from > hi || from == 0) return 0;  // nothing left (or wrapped past ~0u)
+  return real(from, hi, flags);
 }
 
 // ---------------------------------------------------------------------------
@@ -494,9 +566,29 @@ void FlushAtExit(ThreadRec* r) {
   w.Resume(base, scan.bytes, scan.records, scan.last_ts);
   const InFlight& f = r->inflight;
   const uint32_t kind = f.kind.load(std::memory_order_acquire);
-  if (kind != 0 && w.Fits(log::kMaxFixedRecordBytes)) {
-    w.Wait(f.t0, f.cpu, static_cast<WaitKind>(kind), log::kWaitOpen, f.obj, f.aux, 0, f.cpu,
-           f.stack);
+  if (kind != 0 && w.Fits(log::kMaxFixedRecordBytes + log::ChunkWriter::StackDefBound(128))) {
+    const Tick t0 = f.t0;
+    uint32_t stack = f.stack;
+    if (stack == 0 && f.frame != nullptr && g.config.unwind != UnwindMode::kNone) {
+      // The thread is blocked in a system call: its frames above the
+      // interposer's are at rest; walk them within its stack bounds (a thread
+      // that wakes meanwhile can only make the walk stop early or read stale
+      // words, never fault). Kept only if the wait is still the same one.
+      const auto fa = reinterpret_cast<uintptr_t>(f.frame);
+      if (fa >= r->stack_lo && fa < r->stack_hi) {
+        uint64_t pcs[log::kMaxStackDepth];
+        size_t n = unwind::FpUnwind(f.frame, unwind::FpBounds{fa, r->stack_hi}, pcs, g.config.depth);
+        size_t k = 0;
+        for (size_t i = 0; i < n; ++i)
+          if (pcs[i] < g.self_lo || pcs[i] >= g.self_hi) pcs[k++] = pcs[i];
+        bool fresh = false;
+        if (k > 0 && f.kind.load(std::memory_order_acquire) == kind && f.t0 == t0)
+          stack = g_depot.Intern(pcs, k, g.epoch.load(std::memory_order_relaxed), &fresh);
+        if (fresh) w.StackDef(t0, f.cpu, stack, g.epoch.load(std::memory_order_relaxed), pcs, k);
+      }
+    }
+    w.Wait(t0, f.cpu, static_cast<WaitKind>(kind), log::kWaitOpen | f.flags, f.obj, f.aux, 0,
+           f.cpu, stack);
   }
   if (w.empty()) return;
   const log::SealedChunk c = w.Seal(r->serial, r->tid, r->seq);
@@ -594,6 +686,12 @@ void FinishProcess() {
 namespace {
 
 void AtExit() { FinishProcess(); }
+
+// H13: the child of a fork holds copies of the parent's buffers and its log
+// descriptor; it must never write them. (It stops tracing; vfork children,
+// which skip atfork handlers, are caught by FinishProcess's pid check and
+// never reach a spill before exec or _exit.)
+void AtForkChild() { g.phase.store(Phase::kDisabled, std::memory_order_release); }
 
 bool OpenLog() {
   const char* exe = program_invocation_short_name ? program_invocation_short_name : "program";
@@ -709,12 +807,17 @@ __attribute__((constructor(101))) void Init() {
   WriteHeader();
   g_proc_w.Init(g_proc_mem, sizeof g_proc_mem);
   g_proc_w.Begin(g.start_ticks);
+  // System calls shorter than 1 us (or the block threshold, if lower) record
+  // no stack. The frequency estimate is rough this early; it is a threshold.
+  const uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
+  g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
   g.events = g.config.events;
   g.phase.store(Phase::kReady, std::memory_order_release);
   RescanModules(false);
   // Registered early, so it runs late: after the program's own atexit
   // handlers and static destructors (H26).
   atexit(AtExit);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
 }
 
 __attribute__((destructor(101))) void Fini() { FinishProcess(); }

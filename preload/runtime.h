@@ -25,6 +25,7 @@
 #include "encoder/log_format.h"
 #include "encoder/log_writer.h"
 #include "preload/config.h"
+#include "preload/sys/clock.h"
 
 #define GT_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define GT_NOINLINE __attribute__((noinline))
@@ -49,10 +50,12 @@ enum class Phase : uint32_t {
 struct InFlight {
   std::atomic<uint32_t> kind;  // WaitKind, 0: none
   uint32_t cpu;
-  uint32_t stack;
+  uint32_t stack;       // 0: not captured (system calls): unwind from `frame`
   uint64_t obj;
   uint64_t aux;
+  uint64_t flags;       // kWait flags (fd class)
   Tick t0;
+  const void* frame;    // the interposer's frame while it waits
 };
 
 struct ThreadRec {
@@ -75,7 +78,11 @@ struct ThreadState {
   ThreadRec* rec;
   uint32_t depth;   // > 0: inside a hook or inside the tracer: pass through
   uint32_t status;  // kThreadNew / kThreadTraced / kThreadUntraced / kThreadExited
+  int64_t heap_delta;  // heap bytes allocated minus freed, not yet folded (hooks_malloc.cc)
+  Tick heap_emit;      // when this thread last recorded a heap sample
+  uintptr_t scope_frame;  // frame of the outermost active HookScope (H30)
 };
+static_assert(sizeof(ThreadState) <= 64, "H23: keep the static TLS small");
 enum : uint32_t { kThreadNew = 0, kThreadTraced = 1, kThreadUntraced = 2, kThreadExited = 3 };
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
@@ -88,6 +95,7 @@ struct Globals {
   Tick start_ticks = 0;
   uint64_t start_ns = 0;
   uint32_t ncpus = 1;
+  Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
   std::atomic<uint32_t> epoch{0};  // module map epoch (bumped by dlclose)
   uintptr_t self_lo = 0, self_hi = 0;  // our own code: frames there are skipped
   std::atomic<uint64_t> log_offset{sizeof(log::FileHeader)};
@@ -110,6 +118,14 @@ extern Globals g;
 
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
 
+// H30: a hook entered while depth > 0 is normally nested (a signal handler,
+// the tracer's own calls) and passes through. But if it is entered from a
+// shallower frame of the thread's own stack than the outermost active scope,
+// that scope was abandoned (longjmp/siglongjmp out of a handler, or a
+// cancellation that skipped our epilogue) and the depth is stale: recover.
+// Frames on an alternate signal stack are never taken as proof.
+GT_NOINLINE bool AbandonedScope(uintptr_t frame);
+
 // Entered at the top of every recording hook. Inactive (pass through) when
 // tracing is not ready, the group is off, or the thread is already inside a
 // hook or the tracer (nested call, signal handler, H2/H17).
@@ -117,10 +133,13 @@ class HookScope {
  public:
   GT_ALWAYS_INLINE explicit HookScope(uint32_t group) {
     if (GT_UNLIKELY((g.events & group) == 0) ||
-        g.phase.load(std::memory_order_relaxed) != Phase::kReady || t_state.depth != 0) {
+        g.phase.load(std::memory_order_relaxed) != Phase::kReady) {
       return;
     }
-    ++t_state.depth;
+    const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (GT_UNLIKELY(t_state.depth != 0) && !AbandonedScope(frame)) return;
+    t_state.depth = 1;
+    t_state.scope_frame = frame;
     entered_ = true;
     rec_ = t_state.rec;
     if (GT_UNLIKELY(rec_ == nullptr) && t_state.status == kThreadNew)
@@ -187,11 +206,61 @@ class WaitRecorder {
   uint32_t stack_;
 };
 
+// A system call that may block. Two clock reads and one record when it is
+// short: its stack is captured after it returns, and only if it lasted at
+// least g.stack_min_ticks (the stack is the same before and after). While it
+// waits, InFlight holds the interposer's frame, so the final flush can unwind
+// a thread still blocked in it.
+class SyscallRecorder {
+ public:
+  GT_ALWAYS_INLINE SyscallRecorder(const HookScope& s, WaitKind kind, log::FdClass cls,
+                                   uint64_t obj, uint64_t sysno, const void* frame)
+      : scope_(s), kind_(kind), flags_(static_cast<uint64_t>(cls) << log::kWaitFdClassShift),
+        obj_(obj), sysno_(sysno), frame_(frame) {
+    cpu0_ = sys::CurrentCpu();
+    t0_ = sys::Ticks();
+    InFlight& f = s.rec()->inflight;
+    f.cpu = cpu0_;
+    f.stack = 0;
+    f.obj = obj;
+    f.aux = sysno;
+    f.flags = flags_;
+    f.t0 = t0_;
+    f.frame = frame;
+    f.kind.store(static_cast<uint32_t>(kind), std::memory_order_release);
+  }
+  void End();
+
+ private:
+  const HookScope& scope_;
+  WaitKind kind_;
+  uint64_t flags_;
+  uint64_t obj_;
+  uint64_t sysno_;
+  const void* frame_;
+  Tick t0_;
+  uint32_t cpu0_;
+};
+
 // A release that may wake waiters: `t`/`cpu` were taken before the real call.
 void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,
                    uint32_t cpu, const void* frame);
 void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, uintptr_t start_pc,
                   const void* frame);
+// A heap size sample (kHeap) in the calling thread's log, if it is traced and
+// not inside the tracer. Never allocates; safe inside malloc hooks.
+void RecordHeap(uint64_t live_bytes);
+
+// --- The tracer's own descriptors (H27) --------------------------------------
+
+// The log and our copy of stderr: programs that close every descriptor or
+// dup2 over them must not take them away.
+bool IsTracerFd(int fd);
+// Before a dup2/dup3 onto `fd`: if it is ours, move ours elsewhere first.
+void ProtectFd(int fd);
+// close_range(lo, hi, flags) that skips the tracer's descriptors.
+using CloseRangeFn = int (*)(unsigned, unsigned, int);
+int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real);
 
 // --- Lifecycle --------------------------------------------------------------
 

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/fdclass.cc - what kind of file each descriptor is ---------===//
+#include "preload/fdclass.h"
+
+#include <sys/stat.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include "preload/sys/raw.h"
+
+namespace gotrace::fdclass {
+
+std::atomic<uint8_t> g_table[kTableSize];
+
+log::FdClass ClassifySlow(int fd) {
+  if (fd < 0) return log::FdClass::kUnknown;
+  struct stat st;
+  if (sys::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0)
+    return log::FdClass::kUnknown;  // not open (EBADF): do not cache
+  log::FdClass c;
+  switch (st.st_mode & S_IFMT) {
+    case S_IFSOCK: c = log::FdClass::kSocket; break;
+    case S_IFIFO: c = log::FdClass::kPipe; break;
+    case S_IFREG: case S_IFBLK: c = log::FdClass::kFile; break;
+    case S_IFCHR: {
+      // A terminal answers TCGETS; /dev/null and friends do not.
+      struct termios t;
+      c = sys::Syscall6(SYS_ioctl, fd, TCGETS, reinterpret_cast<long>(&t)) == 0
+              ? log::FdClass::kTty
+              : log::FdClass::kOther;
+      break;
+    }
+    case 0: c = log::FdClass::kEvent; break;  // anon inodes: eventfd, timerfd, epoll, signalfd
+    default: c = log::FdClass::kOther; break;
+  }
+  Set(fd, c);
+  return c;
+}
+
+void ForgetRange(unsigned lo, unsigned hi) {
+  for (unsigned fd = lo; fd <= hi && fd < static_cast<unsigned>(kTableSize); ++fd)
+    g_table[fd].store(0, std::memory_order_relaxed);
+}
+
+}  // namespace gotrace::fdclass

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/fdclass.h - what kind of file each descriptor is ----------===//
+//
+// A wait on a socket, pipe, tty or eventfd is a network wait in the trace;
+// one on a regular file is a system call. The class of every descriptor is
+// cached in a table indexed by fd (one atomic byte each, no locks), set when
+// our interposers create a descriptor (socket, accept, pipe, eventfd, dup...),
+// forgotten when they close it, and otherwise found lazily with one fstat
+// (the descriptor was opened before tracing or through a path we do not
+// interpose, e.g. fopen) and cached.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "encoder/log_format.h"
+
+namespace gotrace::fdclass {
+
+inline constexpr int kTableSize = 1 << 16;
+// Stores class + 1; 0 means "not known yet".
+extern std::atomic<uint8_t> g_table[kTableSize];
+
+log::FdClass ClassifySlow(int fd);
+
+inline log::FdClass Get(int fd) {
+  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize)) {
+    const uint8_t v = g_table[fd].load(std::memory_order_relaxed);
+    if (__builtin_expect(v != 0, 1)) return static_cast<log::FdClass>(v - 1);
+  }
+  return ClassifySlow(fd);
+}
+inline void Set(int fd, log::FdClass c) {
+  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize))
+    g_table[fd].store(static_cast<uint8_t>(c) + 1, std::memory_order_relaxed);
+}
+inline void Forget(int fd) {
+  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize))
+    g_table[fd].store(0, std::memory_order_relaxed);
+}
+void ForgetRange(unsigned lo, unsigned hi);
+inline void Copy(int from, int to) {
+  if (static_cast<unsigned>(from) < static_cast<unsigned>(kTableSize) &&
+      static_cast<unsigned>(to) < static_cast<unsigned>(kTableSize)) {
+    g_table[to].store(g_table[from].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  } else {
+    Forget(to);
+  }
+}
+
+// Waits on these are network waits (GoBlockNet) rather than system calls.
+inline bool IsNet(log::FdClass c) {
+  return c == log::FdClass::kSocket || c == log::FdClass::kPipe || c == log::FdClass::kTty ||
+         c == log::FdClass::kEvent;
+}
+
+}  // namespace gotrace::fdclass

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/scenarios/syscalls_test.cc - every way a thread waits --------===//
+#include "test/scenarios/scenario_util.h"
+
+namespace gotrace::testing {
+namespace {
+
+// Wakes whose block is `block` and that came from another thread.
+std::pair<size_t, size_t> LinkedWakes(const ParsedTrace& t, const std::string& block) {
+  size_t linked = 0, all = 0;
+  for (const Wake& w : Wakes(t)) {
+    if (w.block->name != block) continue;
+    ++all;
+    if (w.unblock->g != 0 && w.unblock->g != w.block->g) ++linked;
+  }
+  return {linked, all};
+}
+
+TEST_CASE("TCP echo on loopback and a pipe waiter in poll: -pprof=net names the waiters",
+          "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("net_echo")}, dir);
+  CHECK(s.plain.out == "echoed 200, pipe said x\n");
+  CHECK(s.parsed.Count("GoBlockNet") >= 10);
+  // Every send and receive is there, short (GoSysCall) or blocking.
+  CHECK(s.parsed.Count("GoSysCall") + s.parsed.Count("GoBlockNet") >= 800);
+  PprofResult p = Pprof(s.trace, "net");
+  INFO(p.error);
+  REQUIRE(p.ok);
+  CHECK_THAT(p.traces, Catch::Contains("pipe_waiter"));
+  CHECK_THAT(p.traces, Catch::Contains("client_roundtrips"));
+  CHECK_THAT(p.traces, Catch::Contains("server_loop"));
+  // Network waits are woken by the netpoller, as in Go.
+  for (const Wake& w : Wakes(s.parsed))
+    if (w.block->name == "GoBlockNet") CHECK(w.unblock->p == 1000002);
+}
+
+TEST_CASE("a file written and fsync'ed: -pprof=syscall names the caller; errno unchanged",
+          "[syscalls]") {
+  TempDir dir;
+  // Every system call blocks at threshold 0: fsync on a fast or memory-backed
+  // filesystem may take less than the default 20 us.
+  ScenarioRun s = RunTraced({Scenario("file_fsync"), dir.File("data")}, dir, {"GOTRACE_BLOCK_US=0"});
+  CHECK(s.plain.out ==
+        "write_and_sync=0 read=-1 errno=EBADF open=-1 errno=ENOENT write=-1 errno=EBADF\n");
+  CHECK(s.parsed.Count("GoSysBlock") >= 64);
+  PprofResult p = Pprof(s.trace, "syscall");
+  INFO(p.error);
+  REQUIRE(p.ok);
+  CHECK_THAT(p.traces, Catch::Contains("write_and_sync"));
+  CHECK_THAT(p.raw, Catch::Contains("file_fsync.c:"));
+  // With the default threshold the same program gives a valid trace too.
+  TempDir dir2;
+  RunTraced({Scenario("file_fsync"), dir2.File("data")}, dir2, {}, /*web=*/false);
+}
+
+TEST_CASE("readers and a writer on a rwlock, started by a barrier", "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("rwlock_barrier")}, dir);
+  CHECK(s.plain.out == "value 20 reads 80\n");
+  auto [linked, all] = LinkedWakes(s.parsed, "GoBlockSync");
+  INFO(linked << " of " << all << " sync waits woken by another thread");
+  CHECK(all >= 40);
+  CHECK(linked * 10 >= all * 8);  // rwlock and barrier waits end by a release
+}
+
+TEST_CASE("semaphore producer and consumer: posts wake the consumer", "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("sem_prodcons")}, dir);
+  CHECK(s.plain.out == "consumed 100 timedwait -1\n");
+  auto [linked, all] = LinkedWakes(s.parsed, "GoBlockSync");
+  INFO(linked << " of " << all << " semaphore waits woken by the producer");
+  CHECK(all >= 50);
+  CHECK(linked * 10 >= all * 9);
+}
+
+TEST_CASE("C++20 atomic wait/notify, counting_semaphore, barrier and latch (futex)",
+          "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("cxx20_sync")}, dir);
+  CHECK(s.plain.out == "turn 0 got 50 work 40\n");
+  auto [linked, all] = LinkedWakes(s.parsed, "GoBlockSync");
+  INFO(linked << " of " << all << " futex waits woken by another thread");
+  CHECK(all >= 20);
+  CHECK(linked * 10 >= all * 7);
+  PprofResult p = Pprof(s.trace, "sync");
+  REQUIRE(p.ok);
+  CHECK_THAT(p.traces, Catch::Contains("AtomicPingPong"));
+}
+
+TEST_CASE("a parent blocked in waitpid", "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("waitpid_parent")}, dir);
+  CHECK(s.plain.out == "child exited with 3\n");
+  CHECK(s.parsed.Count("GoSysBlock") == 1);
+  CHECK(s.parsed.Count("GoSysExit") == 1);
+  PprofResult p = Pprof(s.trace, "syscall");
+  REQUIRE(p.ok);
+  CHECK_THAT(p.traces, Catch::Contains("wait_for_child"));
+  CHECK(FilesEnding(dir.path(), ".trace").size() == 1);  // the child wrote nothing
+}
+
+TEST_CASE("pthread_cancel of a thread blocked in read (H30)", "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("cancel_read")}, dir);
+  CHECK(s.plain.out == "cancelled 1\n");
+  CHECK(s.parsed.Count("GoEnd") == 1);  // the cancelled thread ended
+  CHECK(s.parsed.Count("GoSleep") >= 6);  // main still recorded after the cancel
+}
+
+TEST_CASE("signal handlers call interposed functions inside one (H17)", "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("signal_nested")}, dir);
+  CHECK(s.plain.out == "handled 5\n");
+}
+
+}  // namespace
+}  // namespace gotrace::testing
