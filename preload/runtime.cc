@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <new>
 
 #include "encoder/log_decode.h"
@@ -296,6 +297,7 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   if (t_state.status != kThreadNew || g.phase.load(std::memory_order_acquire) != Phase::kReady)
     return nullptr;
   TracerScope tracer;
+  ErrnoGuard errno_guard;  // pthread_getattr_np allocates
   ThreadRec* r = AllocRec();
   if (r == nullptr) {
     t_state.status = kThreadUntraced;
@@ -352,6 +354,7 @@ void FinishCurrentThread() {
 
 bool SpillSlow(ThreadRec* r) {
   TracerScope tracer;
+  ErrnoGuard errno_guard;  // H31: clock_gettime, sched_getcpu
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
     g.records_dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -379,26 +382,49 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     pcs[0] = reinterpret_cast<const uint64_t*>(frame)[1];
     n = 1;
   }
-  // Drop frames in our own library (the thread start trampoline).
-  size_t k = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (pcs[i] < g.self_lo || pcs[i] >= g.self_hi) pcs[k++] = pcs[i];
+  // Frames of our own library occur only at the ends: innermost when an
+  // interposer's slow path is a function of its own, outermost as the thread
+  // start trampoline (below it only libc's thread start remains).
+  auto ours = [](uint64_t pc) { return pc >= g.self_lo && pc < g.self_hi; };
+  const uint64_t* p = pcs;
+  while (n > 0 && ours(p[0])) {
+    ++p;
+    --n;
+  }
+  for (size_t tail = 1; tail <= 3 && tail <= n; ++tail) {
+    if (ours(p[n - tail])) {
+      for (size_t i = n - tail; i + 1 < n; ++i) pcs[(p - pcs) + i] = p[i + 1];
+      --n;
+      break;
+    }
+  }
+  const size_t k = n;
   if (k == 0) return 0;
+  const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
+  StackCacheEntry& e = r->stack_cache[((p[0] >> 4) ^ (p[0] >> 11)) & (kStackCacheWays - 1)];
+  if (e.n == k && e.epoch == epoch && std::memcmp(e.pcs, p, k * sizeof(uint64_t)) == 0) return e.id;
   bool fresh;
-  const uint32_t id = g_depot.Intern(pcs, k, g.epoch.load(std::memory_order_relaxed), &fresh);
+  const uint32_t id = g_depot.Intern(p, k, epoch, &fresh);
+  if (id != 0) {
+    e.n = static_cast<uint32_t>(k);
+    e.id = id;
+    e.epoch = epoch;
+    std::memcpy(e.pcs, p, k * sizeof(uint64_t));
+  }
   if (fresh) {
     // A PC outside every known module: something was loaded (dlopen is not
     // interposed). Rescan if the loader's counters moved and nobody else is.
     for (size_t i = 0; i < k; ++i) {
-      if (!PcKnown(pcs[i])) {
+      if (!PcKnown(p[i])) {
         ProcLock lock{ProcLock::Try{}};
+        ErrnoGuard errno_guard;  // dl_iterate_phdr
         if (lock.held()) RescanLocked(false, true);
         break;
       }
     }
   }
   if (fresh && Reserve(r, log::ChunkWriter::StackDefBound(k))) {
-    r->w.StackDef(ts, sys::CurrentCpu(), id, g.epoch.load(std::memory_order_relaxed), pcs, k);
+    r->w.StackDef(ts, sys::CurrentCpu(), id, epoch, p, k);
     Commit(r);
   }
   return id;
@@ -422,18 +448,18 @@ WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, cons
 
 void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   const Tick t1 = sys::Ticks();
-  const int saved_errno = errno;  // H31
   rec_->inflight.kind.store(0, std::memory_order_relaxed);
   if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
     rec_->w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
     Commit(rec_);
   }
-  errno = saved_errno;
 }
 
+// H31: errno is the program's. The fast paths here touch only memory and the
+// rseq area; the slow paths that can change errno (SpillSlow, the stack
+// capture's rescan, CurrentCpuSlow) save and restore it themselves.
 void SyscallRecorder::End() {
   const Tick t1 = sys::Ticks();
-  const int saved_errno = errno;  // H31
   ThreadRec* r = scope_.rec();
   r->inflight.kind.store(0, std::memory_order_relaxed);
   const Tick d = t1 - t0_;
@@ -442,7 +468,6 @@ void SyscallRecorder::End() {
     r->w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
     Commit(r);
   }
-  errno = saved_errno;
 }
 
 void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,

@@ -18,6 +18,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <errno.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +60,18 @@ struct InFlight {
   const void* frame;    // the interposer's frame while it waits
 };
 
+// A thread's recently captured stacks, by call site: a loop that waits at
+// the same place again skips hashing and the shared depot (a direct-mapped
+// cache indexed by the innermost return address).
+struct StackCacheEntry {
+  uint32_t n;
+  uint32_t id;
+  uint32_t epoch;
+  uint32_t pad;
+  uint64_t pcs[log::kMaxStackDepth];
+};
+inline constexpr size_t kStackCacheWays = 8;
+
 struct ThreadRec {
   log::ChunkWriter w;
   uint32_t index = 0;   // slot in the pool
@@ -69,6 +83,7 @@ struct ThreadRec {
   std::atomic<uint32_t> committed{0};  // payload bytes of complete records
   std::atomic<Tick> chunk_base{0};
   InFlight inflight{};
+  StackCacheEntry stack_cache[kStackCacheWays]{};
   uint8_t* mem = nullptr;  // chunk memory
   size_t mem_bytes = 0;
 };
@@ -157,6 +172,18 @@ class HookScope {
  private:
   bool entered_ = false;
   ThreadRec* rec_ = nullptr;
+};
+
+// Restores the program's errno at the end of a tracer slow path (H31).
+class ErrnoGuard {
+ public:
+  ErrnoGuard() : saved_(errno) {}
+  ~ErrnoGuard() { errno = saved_; }
+  ErrnoGuard(const ErrnoGuard&) = delete;
+  ErrnoGuard& operator=(const ErrnoGuard&) = delete;
+
+ private:
+  int saved_;
 };
 
 // Marks the calling thread as inside the tracer for the lifetime of the

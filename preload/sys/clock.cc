@@ -3,6 +3,7 @@
 #include "preload/sys/clock.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <sched.h>
 #include <time.h>
 
@@ -40,7 +41,9 @@ uint64_t EstimateTicksPerSecond(uint64_t start_ticks, uint64_t start_ns) {
 }
 
 uint32_t CurrentCpuSlow() {
+  const int saved = errno;  // H31: sched_getcpu sets errno on failure
   const int c = sched_getcpu();
+  errno = saved;
   return c < 0 ? 0 : static_cast<uint32_t>(c);
 }
 
