@@ -11,7 +11,7 @@
 
 extern "C" {
 
-enum { kGotraceEncodeApiVersion = 1 };
+enum { kGotraceEncodeApiVersion = 2 };
 
 struct GotraceEncodeRequest {
   uint32_t version;  // kGotraceEncodeApiVersion
@@ -19,6 +19,7 @@ struct GotraceEncodeRequest {
   const char* out_path;         // never overwritten: ".1", ".2"... on conflict
   uint64_t block_threshold_ns;
   int offline;                  // no network lookups for debug info
+  int lenient;                  // the log has known gaps (writes failed): encode what is there
 };
 
 struct GotraceEncodeResult {

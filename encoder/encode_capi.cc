@@ -49,7 +49,7 @@ extern "C" __attribute__((visibility("default"))) int gotrace_encode_v1(
   opts.model.block_threshold_ns = req->block_threshold_ns;
   opts.output_mode = gotrace::OutputMode::kUnique;
   opts.file_mode = 0600;
-  opts.strict = true;
+  opts.strict = req->lenient == 0;
   gotrace::DwOptions sym;
   sym.offline = req->offline != 0;
   sym.system_dwarf = SystemDwarf();

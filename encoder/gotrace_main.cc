@@ -25,6 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gotrace encode [options] LOG... -o OUT\n"
+    "       gotrace recover [options] LOG... -o OUT\n"
     "       gotrace dump LOG...\n"
     "\n"
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
@@ -36,7 +37,11 @@ constexpr const char* kUsage =
     "      --lenient             skip damaged chunks instead of failing\n"
     "      --check               check every emitted event against Go's parser rules\n"
     "      --no-symbols          name frames by address, do not read debug info\n"
+    "      --offline             never ask a debuginfod server for debug info\n"
+    "      --fast-symbols        system libraries with separate debug files: names only\n"
     "  -q, --quiet               no summary line\n"
+    "recover: encode the log of a process that crashed or was killed (encode --lenient):\n"
+    "  whatever reached the log is kept, damaged or missing parts are skipped and listed\n"
     "dump: print every record of the logs, one per line\n";
 
 double Seconds() {
@@ -68,12 +73,14 @@ bool ParseU64(const char* s, uint64_t* out) {
   return true;
 }
 
-int CmdEncode(int argc, char** argv) {
+int CmdEncode(int argc, char** argv, bool recover) {
   std::vector<std::string> logs;
   std::string out;
   EncodeOptions opts;
   opts.model.check = CheckEventsByDefault();
+  opts.strict = !recover;
   bool quiet = false, symbols = true;
+  DwOptions dw;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* name) -> const char* {
@@ -101,6 +108,10 @@ int CmdEncode(int argc, char** argv) {
       opts.model.check = true;
     } else if (a == "--no-symbols") {
       symbols = false;
+    } else if (a == "--offline") {
+      dw.offline = true;
+    } else if (a == "--fast-symbols") {
+      dw.system_dwarf = false;
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else if (a == "-h" || a == "--help") {
@@ -112,9 +123,10 @@ int CmdEncode(int argc, char** argv) {
       logs.push_back(a);
     }
   }
-  if (out.empty()) return Fail("encode needs -o OUT (see gotrace --help)"), 2;
-  if (logs.empty()) return Fail("encode needs at least one LOG (see gotrace --help)"), 2;
-  if (symbols) opts.symbolizer = DefaultSymbolizerFactory();
+  const char* cmd = recover ? "recover" : "encode";
+  if (out.empty()) return Fail(std::string(cmd) + " needs -o OUT (see gotrace --help)"), 2;
+  if (logs.empty()) return Fail(std::string(cmd) + " needs at least one LOG (see gotrace --help)"), 2;
+  if (symbols) opts.symbolizer = DefaultSymbolizerFactory(dw);
 
   const double t0 = Seconds();
   EncodeStats stats;
@@ -230,7 +242,8 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
-  if (cmd == "encode") return gotrace::CmdEncode(argc - 2, argv + 2);
+  if (cmd == "encode") return gotrace::CmdEncode(argc - 2, argv + 2, false);
+  if (cmd == "recover") return gotrace::CmdEncode(argc - 2, argv + 2, true);
   if (cmd == "dump") return gotrace::CmdDump(argc - 2, argv + 2);
   std::fprintf(stderr, "gotrace: unknown command '%s' (see gotrace --help)\n", cmd.c_str());
   return 2;

@@ -129,8 +129,12 @@ struct ChunkHeader {
   uint32_t checksum;    // CRC-32C of header (checksum = 0) + payload
   uint64_t base_ticks;  // the first record's dts is relative to this
   uint32_t nrecords;    // records in the payload
-  uint32_t flags;       // reserved, 0
+  uint32_t flags;       // kChunkSnapshot
 };
+// A copy of a chunk still being filled, written so that a killed process
+// loses little; the same (serial, seq) appears again, longer or equal, later.
+// Readers keep the version with the most records, a non-snapshot on ties.
+inline constexpr uint32_t kChunkSnapshot = 1;
 static_assert(sizeof(ChunkHeader) == 40);
 
 inline constexpr size_t AlignChunk(size_t n) { return (n + 7) & ~size_t{7}; }

@@ -222,7 +222,7 @@ Status LogSet::IndexFile(uint32_t index) {
     PendingChunk pc{};
     pc.serial = h.serial;
     pc.tid = h.tid;
-    pc.ref = ChunkRef{off + sizeof h, h.size, h.seq, h.nrecords, h.base_ticks};
+    pc.ref = ChunkRef{off + sizeof h, h.size, h.seq, h.nrecords, h.base_ticks, h.flags};
     // Validate every record boundary now so that damage is reported before
     // any output is written, and remember the first record for the pre-pass.
     const uint8_t* p = payload.data();
@@ -298,20 +298,23 @@ Status LogSet::IndexFile(uint32_t index) {
   std::map<uint32_t, std::vector<const PendingChunk*>> by_serial;
   for (const auto& c : chunks) by_serial[c.serial].push_back(&c);
   for (auto& [serial, list] : by_serial) {
-    std::sort(list.begin(), list.end(),
-              [](const PendingChunk* a, const PendingChunk* b) { return a->ref.seq < b->ref.seq; });
+    // A chunk may be present more than once: snapshots of a thread's buffer
+    // (written periodically, so that a killed process loses little) share
+    // their (stream, seq) with later, longer versions of the same chunk, and
+    // all versions hold the same prefix. The longest wins.
+    std::sort(list.begin(), list.end(), [](const PendingChunk* a, const PendingChunk* b) {
+      if (a->ref.seq != b->ref.seq) return a->ref.seq < b->ref.seq;
+      if (a->ref.nrecords != b->ref.nrecords) return a->ref.nrecords > b->ref.nrecords;
+      return (a->ref.flags & kChunkSnapshot) < (b->ref.flags & kChunkSnapshot);
+    });
     Stream s;
     s.file = index;
     s.serial = serial;
     s.tid = list.front()->tid;
     for (size_t i = 0; i < list.size(); ++i) {
-      if (i > 0 && list[i]->ref.seq == list[i - 1]->ref.seq) {
-        GT_RETURN_IF_ERROR(Damage(f, list[i]->ref.offset - sizeof(ChunkHeader),
-                                  "duplicate chunk " + std::to_string(list[i]->ref.seq) +
-                                      " of stream " + std::to_string(serial)));
-        continue;
-      }
-      if (list[i]->ref.seq != (i == 0 ? 0 : list[i - 1]->ref.seq + 1)) s.seq_gap = true;
+      if (i > 0 && list[i]->ref.seq == list[i - 1]->ref.seq) continue;  // a shorter snapshot
+      const uint32_t want = s.chunks.empty() ? 0 : s.chunks.back().seq + 1;
+      if (list[i]->ref.seq != want) s.seq_gap = true;
       s.chunks.push_back(list[i]->ref);
       s.nrecords += list[i]->ref.nrecords;
     }

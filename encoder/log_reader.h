@@ -65,6 +65,7 @@ struct ChunkRef {
   uint32_t seq;
   uint32_t nrecords;
   Tick base_ticks;
+  uint32_t flags;    // kChunkSnapshot
 };
 
 struct LogFile {

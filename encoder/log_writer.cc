@@ -6,7 +6,7 @@
 
 namespace gotrace::log {
 
-SealedChunk ChunkWriter::Seal(uint32_t serial, uint32_t tid, uint32_t seq) {
+SealedChunk ChunkWriter::Seal(uint32_t serial, uint32_t tid, uint32_t seq, uint32_t flags) {
   const size_t payload = payload_size();
   const size_t total = AlignChunk(sizeof(ChunkHeader) + payload);
   std::memset(pos_, 0, static_cast<size_t>(mem_ + total - pos_));  // padding
@@ -19,7 +19,7 @@ SealedChunk ChunkWriter::Seal(uint32_t serial, uint32_t tid, uint32_t seq) {
   h.checksum = 0;
   h.base_ticks = base_ticks_;
   h.nrecords = nrecords_;
-  h.flags = 0;
+  h.flags = flags;
   uint32_t crc = Crc32c(0, &h, sizeof h);
   h.checksum = Crc32c(crc, mem_ + sizeof h, payload);
   std::memcpy(mem_, &h, sizeof h);

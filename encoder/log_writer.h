@@ -148,7 +148,7 @@ class ChunkWriter {
 
   // Completes the chunk header, pads and checksums. The result stays valid
   // until the next Begin().
-  SealedChunk Seal(uint32_t serial, uint32_t tid, uint32_t seq);
+  SealedChunk Seal(uint32_t serial, uint32_t tid, uint32_t seq, uint32_t flags = 0);
 
  private:
   uint8_t* Head(RecordType type, Tick ts, uint32_t cpu) {

@@ -40,6 +40,15 @@ void ReadConfig(Config* c) {
   if ((v = getenv("GOTRACE_DISABLE")) && Truthy(v)) c->enabled = false;
   if ((v = getenv("GOTRACE_QUIET"))) c->quiet = Truthy(v);
   if ((v = getenv("GOTRACE_KEEP_LOG"))) c->keep_log = Truthy(v);
+  if ((v = getenv("GOTRACE_FOLLOW")) && *v) c->follow = Truthy(v);
+  if ((v = getenv("GOTRACE_CRASH")) && *v) c->crash = Truthy(v);
+  if ((v = getenv("GOTRACE_FLUSH_MS")) && *v) {
+    uint64_t ms;
+    if (sys::ParseU64(v, &ms) && ms <= 3'600'000) c->flush_ms = static_cast<uint32_t>(ms);
+    else Invalid("GOTRACE_FLUSH_MS", v, "a number of milliseconds (0: only when buffers fill)");
+  }
+  if ((v = getenv("GOTRACE_SYMBOLS")) && *v && !sys::StrEq(v, "fast") && !sys::StrEq(v, "full"))
+    Invalid("GOTRACE_SYMBOLS", v, "fast or full");
   if ((v = getenv("GOTRACE_UNWIND")) && *v) {
     if (sys::StrEq(v, "fp")) c->unwind = UnwindMode::kFp;
     else if (sys::StrEq(v, "libunwind")) c->unwind = UnwindMode::kLibunwind;

@@ -26,6 +26,9 @@ struct Config {
   bool enabled = true;
   bool quiet = false;
   bool keep_log = false;
+  bool follow = true;                    // trace forked and exec'd children
+  bool crash = true;                     // write the trace on crash and termination signals
+  uint32_t flush_ms = 200;               // write buffers older than this (0: only when full)
   UnwindMode unwind = UnwindMode::kFp;
   uint32_t depth = 64;                   // frames per stack, 1..128
   uint32_t events = kGroupAll;

@@ -14,7 +14,16 @@
 // at exit.
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
 
@@ -39,4 +48,200 @@ GT_EXPORT int dlclose(void* handle) {
   const int r = GT_REAL(dlclose)(handle);
   if (r == 0 && t_state.depth == 0) RescanModules(true);
   return r;
+}
+
+// --- exec: finalize this image first, start again if the exec fails (H16) ------
+// Each exec function is interposed: glibc's execl*/execvp call execve
+// internally, without the PLT. A vfork child (H14) changes no tracer state:
+// it only gets its children's environment, built on its own stack.
+
+namespace {
+
+using gotrace::ExecEnv;
+
+// The environment for the new image (ours, on the stack) or envp unchanged.
+char* const* ChildEnv(char* const* envp, ExecEnv* env) {
+  return gotrace::ExecEnvironment(envp, env) ? env->ptrs : envp;
+}
+
+// Whether an exec of `path` can succeed: an executable regular file. An exec
+// that is bound to fail (a missing file, a PATH search that finds nothing)
+// then leaves the trace whole instead of splitting it at the attempt.
+bool MayExec(const char* path) {
+  struct stat st;
+  return path != nullptr && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+         faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+}
+
+// The same for execvp's search: a name with a slash is a path; otherwise
+// any directory of PATH (glibc's default when unset) holding it will do.
+bool MayExecSearch(const char* file) {
+  if (file == nullptr || file[0] == '\0') return false;
+  if (strchr(file, '/') != nullptr) return MayExec(file);
+  const char* path = getenv("PATH");
+  if (path == nullptr) path = "/bin:/usr/bin";
+  char buf[4096];
+  const size_t flen = strlen(file);
+  for (const char* p = path;; ++p) {
+    const char* end = strchrnul(p, ':');
+    const size_t dlen = static_cast<size_t>(end - p);
+    if (dlen + flen + 2 <= sizeof buf) {
+      size_t n = 0;
+      if (dlen == 0) {
+        buf[n++] = '.';  // an empty entry is the current directory
+      } else {
+        memcpy(buf, p, dlen);
+        n = dlen;
+      }
+      buf[n++] = '/';
+      memcpy(buf + n, file, flen + 1);
+      if (MayExec(buf)) return true;
+    } else {
+      return true;  // cannot tell: assume it may succeed
+    }
+    if (*end == '\0') return false;
+    p = end;
+  }
+}
+
+template <typename Exec>
+int DoExec(char* const* envp, bool may_succeed, Exec exec) {
+  if (gotrace::IsVforkChild() || g.phase.load(std::memory_order_relaxed) != Phase::kReady ||
+      !may_succeed) {
+    if (g.phase.load(std::memory_order_relaxed) == Phase::kUninit) return exec(envp);
+    ExecEnv env;
+    return exec(ChildEnv(envp, &env));
+  }
+  ExecEnv env;
+  char* const* child = ChildEnv(envp, &env);
+  gotrace::BeforeExec();
+  const int r = exec(child);
+  const int saved = errno;
+  gotrace::AfterFailedExec();
+  errno = saved;
+  return r;
+}
+
+// execl-style argument lists, gathered on the stack.
+#define GT_GATHER_ARGS(first, last_arg, argv)                            \
+  size_t argc_ = 1;                                                      \
+  {                                                                      \
+    va_list ap;                                                          \
+    va_start(ap, last_arg);                                              \
+    while (va_arg(ap, const char*) != nullptr) ++argc_;                  \
+    va_end(ap);                                                          \
+  }                                                                      \
+  char** argv = static_cast<char**>(__builtin_alloca((argc_ + 1) * sizeof(char*))); \
+  {                                                                      \
+    va_list ap;                                                          \
+    va_start(ap, last_arg);                                              \
+    argv[0] = const_cast<char*>(first);                                  \
+    for (size_t i = 1; i <= argc_; ++i) argv[i] = va_arg(ap, char*);     \
+    va_end(ap);                                                          \
+  }
+
+}  // namespace
+
+GT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  auto real = GT_REAL(execve);
+  return DoExec(envp, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+}
+GT_EXPORT int execv(const char* path, char* const argv[]) {
+  auto real = GT_REAL(execve);
+  return DoExec(environ, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+}
+GT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  auto real = GT_REAL(execvpe);
+  return DoExec(envp, MayExecSearch(file), [&](char* const* e) { return real(file, argv, e); });
+}
+GT_EXPORT int execvp(const char* file, char* const argv[]) {
+  auto real = GT_REAL(execvpe);
+  return DoExec(environ, MayExecSearch(file), [&](char* const* e) { return real(file, argv, e); });
+}
+GT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  auto real = GT_REAL(fexecve);
+  return DoExec(envp, true, [&](char* const* e) { return real(fd, argv, e); });
+}
+GT_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
+                       int flags) {
+  auto real = GT_REAL(execveat);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return DoExec(envp, true, [&](char* const* e) { return real(dirfd, path, argv, e, flags); });
+}
+GT_EXPORT int execl(const char* path, const char* arg, ...) {
+  GT_GATHER_ARGS(arg, arg, argv);
+  auto real = GT_REAL(execve);
+  return DoExec(environ, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+}
+GT_EXPORT int execlp(const char* file, const char* arg, ...) {
+  GT_GATHER_ARGS(arg, arg, argv);
+  auto real = GT_REAL(execvpe);
+  return DoExec(environ, MayExecSearch(file), [&](char* const* e) { return real(file, argv, e); });
+}
+GT_EXPORT int execle(const char* path, const char* arg, ...) {
+  GT_GATHER_ARGS(arg, arg, argv);
+  char* const* envp;
+  {
+    va_list ap;
+    va_start(ap, arg);
+    while (va_arg(ap, const char*) != nullptr) {
+    }
+    envp = va_arg(ap, char* const*);
+    va_end(ap);
+  }
+  auto real = GT_REAL(execve);
+  return DoExec(envp, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+}
+
+// posix_spawn: the child is a new process: it only needs to know its name.
+GT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
+                          const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  ExecEnv env;
+  return GT_REAL(posix_spawn)(pid, path, fa, attr, argv, ChildEnv(envp, &env));
+}
+GT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
+                           const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  ExecEnv env;
+  return GT_REAL(posix_spawnp)(pid, file, fa, attr, argv, ChildEnv(envp, &env));
+}
+
+// --- exits that skip atexit -------------------------------------------------------
+
+GT_EXPORT void _exit(int status) {
+  gotrace::FinishProcess();  // a vfork child passes straight through
+  GT_REAL(_exit)(status);
+  __builtin_unreachable();
+}
+GT_EXPORT void _Exit(int status) {
+  gotrace::FinishProcess();
+  GT_REAL(_Exit)(status);
+  __builtin_unreachable();
+}
+
+// --- signals: keep our crash handlers in front ------------------------------------
+// A program that installs its own SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT handler
+// gets exactly the behaviour it asked for (sigaction reports it back; our
+// handler calls it after flushing), but our handler stays the kernel's.
+
+GT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(sigaction)(sig, act, old);
+  return gotrace::CrashSigaction(sig, act, old);
+}
+
+GT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(signal)(sig, handler);
+  // glibc's signal(): BSD semantics.
+  struct sigaction act {}, old {};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = SA_RESTART;
+  if (handler == SIG_ERR || gotrace::CrashSigaction(sig, &act, &old) != 0) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  return old.sa_handler;
 }

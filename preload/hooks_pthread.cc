@@ -24,6 +24,7 @@
 #include <semaphore.h>
 #include <stdlib.h>
 
+#include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
 #include "preload/sys/clock.h"
@@ -65,6 +66,7 @@ void* ThreadStart(void* p) {
   {
     TracerScope tracer;  // our free() is not the program's
     free(p);
+    AppThreadStarted();
   }
   RegisterCurrentThreadSlow(ctx.create_id, reinterpret_cast<uintptr_t>(ctx.fn), 0);
   return ctx.fn(ctx.arg);
@@ -83,15 +85,22 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                              void* (*start)(void*), void* arg) {
   HookScope scope(~0u);
   if (!scope.active()) return GT_REAL(pthread_create)(thread, attr, start, arg);
-  auto* ctx = static_cast<StartContext*>(malloc(sizeof(StartContext)));  // inside the scope: untraced
+  StartContext* ctx;
+  {
+    TracerScope tracer;  // the tracer's block: not the program's heap
+    ctx = static_cast<StartContext*>(malloc(sizeof(StartContext)));
+  }
   if (ctx == nullptr) return GT_REAL(pthread_create)(thread, attr, start, arg);
   ctx->fn = start;
   ctx->arg = arg;
   ctx->create_id = g.next_create_id.fetch_add(1, std::memory_order_relaxed);
   const uint32_t cpu = sys::CurrentCpu();
   const Tick t = sys::Ticks();  // before the thread can record anything
+  AppThreadCreating();  // before it can start, end, and be counted down
   const int rc = GT_REAL(pthread_create)(thread, attr, ThreadStart, ctx);
   if (rc != 0) {
+    AppThreadCreateFailed();
+    TracerScope tracer;
     free(ctx);
     return rc;
   }

@@ -21,6 +21,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdlib.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -189,6 +191,18 @@ int __openat64_2(int fd, const char* file, int oflag);
   X(sem_clockwait, nullptr, false)                                \
   X(sem_post, nullptr, false)                                     \
   X(syscall, nullptr, false)                                      \
+  X(execve, nullptr, false)                                       \
+  X(execv, nullptr, false)                                        \
+  X(execvp, nullptr, false)                                       \
+  X(execvpe, nullptr, false)                                      \
+  X(fexecve, nullptr, false)                                      \
+  X(execveat, nullptr, false)                                     \
+  X(posix_spawn, nullptr, false)                                  \
+  X(posix_spawnp, nullptr, false)                                 \
+  X(_exit, nullptr, false)                                        \
+  X(_Exit, nullptr, false)                                        \
+  X(sigaction, nullptr, false)                                    \
+  X(signal, nullptr, false)                                       \
   X(dlclose, nullptr, true)
 
 extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,

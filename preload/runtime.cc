@@ -17,7 +17,10 @@
 
 #include "encoder/log_decode.h"
 #include "encoder/encode_api.h"
+#include "preload/heap.h"
+#include "preload/lifecycle.h"
 #include "preload/real.h"
+#include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
 #include "unwind/fp_unwind.h"
@@ -35,9 +38,8 @@ __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 alignas(64) Globals g;
 static_assert(std::is_trivially_destructible_v<Globals>);
 
-namespace {
+namespace internal {
 
-constexpr uint32_t kMaxThreads = 1u << 16;  // concurrently registered
 constexpr int kDtorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
 
 unwind::StackDepot g_depot;
@@ -55,6 +57,25 @@ std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
 std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 
 ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(g_pool + size_t{i} * g_slot_bytes); }
+
+bool PoolInit(size_t buffer_kb) {
+  if (g_pool != nullptr) return true;
+  g_slot_bytes = (((sizeof(ThreadRec) + 63) & ~size_t{63}) + buffer_kb * 1024 + 4095) & ~size_t{4095};
+  g_pool = static_cast<uint8_t*>(sys::MapMemory(g_slot_bytes * kMaxThreads));
+  return g_pool != nullptr;
+}
+uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads); }
+ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
+void PoolResetForChild() {
+  // Only the forking thread survives a fork, and its buffer holds the
+  // parent's records: nothing of the pool is ours. Slots are reinitialized
+  // when handed out again.
+  g_pool_used.store(0, std::memory_order_relaxed);
+  g_free_head.store(0xffffffffull, std::memory_order_relaxed);
+  t_state.rec = nullptr;
+  t_state.status = kThreadNew;
+}
+bool DepotInit() { return g_depot.Init(size_t{1} << 20, size_t{64} << 20); }
 
 ThreadRec* AllocRec() {
   uint64_t head = g_free_head.load(std::memory_order_acquire);
@@ -100,10 +121,10 @@ bool WriteChunk(const log::SealedChunk& c, bool final_flush) {
   if (rc == 0) {
     g.chunks_written.fetch_add(1, std::memory_order_relaxed);
   } else if (g.chunks_dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
-    char buf[256];
+    char buf[1400];
     sys::Line l(buf, sizeof buf);
-    l.Str("cannot write the event log ").Str(g.log_path).Str(" (errno ").U64(static_cast<uint64_t>(-rc));
-    l.Str("); dropping events from now on, the trace will have gaps");
+    l.Str("cannot write the event log ").Str(g.log_path).Str(" (");
+    l.Str(strerrordesc_np(static_cast<int>(-rc))).Str("); events that do not fit are dropped and counted");
     sys::Log(l.c_str());
   }
   g.writers.fetch_sub(1, std::memory_order_release);
@@ -111,9 +132,24 @@ bool WriteChunk(const log::SealedChunk& c, bool final_flush) {
 }
 
 void BeginChunk(ThreadRec* r, Tick base) {
+  // Seqlock for snapshots (SnapshotRec): the generation moves before the
+  // buffer is reused, so a copy that straddles the reset is detected.
+  r->chunk_gen.fetch_add(1, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_release);
   r->w.Begin(base);
   r->chunk_base.store(base, std::memory_order_relaxed);
+  r->cur_seq.store(r->seq, std::memory_order_relaxed);
+  r->spill_at = base + g.flush_ticks;
   r->committed.store(0, std::memory_order_release);
+}
+
+void ResetLogState() {
+  g.log_offset.store(sizeof(log::FileHeader), std::memory_order_relaxed);
+  g.writers.store(0, std::memory_order_relaxed);
+  g.chunks_written.store(0, std::memory_order_relaxed);
+  g.chunks_dropped.store(0, std::memory_order_relaxed);
+  g.records_dropped.store(0, std::memory_order_relaxed);
+  g.next_serial.store(1, std::memory_order_relaxed);
 }
 
 // A clock sync point: lets the encoder refine the tick frequency from the
@@ -132,23 +168,24 @@ log::ChunkWriter g_proc_w;
 uint32_t g_proc_seq = 0;
 std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
 
-class ProcLock {
- public:
-  ProcLock() {
-    while (g_proc_lock.test_and_set(std::memory_order_acquire)) sched_yield();
-  }
-  ~ProcLock() {
-    if (held_) g_proc_lock.clear(std::memory_order_release);
-  }
-  // Hooks never wait for the lock (a holder may be waiting for the loader
-  // lock that this thread holds, H21): they try once.
-  struct Try {};
-  explicit ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acquire)) {}
-  bool held() const { return held_; }
+ProcLock::ProcLock() {
+  while (g_proc_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+}
+ProcLock::~ProcLock() {
+  if (held_) g_proc_lock.clear(std::memory_order_release);
+}
+// Hooks never wait for the lock (a holder may be waiting for the loader lock
+// that this thread holds, H21), nor do signal handlers: they try once.
+ProcLock::ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acquire)) {}
 
- private:
-  bool held_ = true;
-};
+void ProcInit(Tick base) {
+  g_proc_lock.clear(std::memory_order_release);  // a forked child may inherit it taken
+  g_proc_w.Init(g_proc_mem, sizeof g_proc_mem);
+  g_proc_w.Begin(base);
+  g_proc_seq = 0;
+}
+log::ChunkWriter& ProcWriter() { return g_proc_w; }
+uint32_t ProcSeq() { return g_proc_seq; }
 
 void ProcFlush(bool final_flush) {
   if (g_proc_w.empty()) return;
@@ -164,16 +201,24 @@ void ProcReserve(size_t n, bool final_flush) {
 // Known modules, to report loads and unloads as differences. Written under
 // the process lock; read without it by PcKnown (entries are appended and
 // published by g_nmodules; `alive` is atomic).
+// Every member has an initializer, so that the table is constant-initialized
+// (constinit): a dynamic initializer would run after our constructor (101)
+// had filled it, and mark every module dead (G7).
 struct Module {
-  uintptr_t bias, lo, hi;
-  bool seen;
-  std::atomic<bool> alive;
+  uintptr_t bias = 0, lo = 0, hi = 0;
+  bool seen = false;
+  std::atomic<bool> alive{false};
 };
 constexpr size_t kMaxModules = 4096;
-Module g_modules[kMaxModules];
+constinit Module g_modules[kMaxModules];
 std::atomic<size_t> g_nmodules{0};
-bool g_final_rescan = false;
 unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
+bool g_rescan_final = false;  // the rescan in progress is the exit path's
+
+void ModulesReset() {
+  g_nmodules.store(0, std::memory_order_release);
+  g_seen_adds = g_seen_subs = ~0ull;
+}
 
 bool PcKnown(uintptr_t pc) {
   const size_t n = g_nmodules.load(std::memory_order_acquire);
@@ -184,15 +229,25 @@ bool PcKnown(uintptr_t pc) {
   return false;
 }
 
-int OnModule(dl_phdr_info* info, size_t, void* changed) {
+struct ScanState {
+  bool only_if_changed;
+  bool first = true;
+  bool changed = false;
+};
+
+int OnModule(dl_phdr_info* info, size_t, void* arg) {
+  auto* scan = static_cast<ScanState*>(arg);
   // dlpi_adds/dlpi_subs count objects loaded and unloaded since start: when
-  // they did not move, the list did not change and one callback suffices.
-  if (changed != nullptr) {
-    if (info->dlpi_adds == g_seen_adds && info->dlpi_subs == g_seen_subs) return 1;
-    *static_cast<bool*>(changed) = true;
+  // they did not move, the list did not change and the first callback
+  // suffices. (Only the first: the others see the counters just stored.)
+  if (scan->first) {
+    scan->first = false;
+    const bool same = info->dlpi_adds == g_seen_adds && info->dlpi_subs == g_seen_subs;
+    if (same && scan->only_if_changed) return 1;
+    scan->changed = !same;
+    g_seen_adds = info->dlpi_adds;
+    g_seen_subs = info->dlpi_subs;
   }
-  g_seen_adds = info->dlpi_adds;
-  g_seen_subs = info->dlpi_subs;
   uintptr_t lo = ~uintptr_t{0}, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -227,29 +282,33 @@ int OnModule(dl_phdr_info* info, size_t, void* changed) {
     path = exe;
   }
   const size_t len = std::min<size_t>(sys::StrLen(path), 4000);
-  ProcReserve(log::ChunkWriter::VarRecordBound(60 + len), g_final_rescan);
+  ProcReserve(log::ChunkWriter::VarRecordBound(60 + len), g_rescan_final);
   g_proc_w.ModuleLoad(sys::Ticks(), 0, g.epoch.load(), info->dlpi_addr, lo, hi,
                       std::string_view(path, len));
   return 0;
 }
 
 // `only_if_changed`: return at once when the loader's counters show no change.
-void RescanLocked(bool after_unload, bool only_if_changed) {
+void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush) {
+  g_rescan_final = final_flush;
   const size_t known = g_nmodules.load(std::memory_order_relaxed);
   for (size_t i = 0; i < known; ++i) g_modules[i].seen = false;
-  bool changed = false;
-  dl_iterate_phdr(OnModule, only_if_changed ? &changed : nullptr);
-  if (only_if_changed && !changed) return;
+  ScanState scan{only_if_changed};
+  dl_iterate_phdr(OnModule, &scan);
+  if (only_if_changed && !scan.changed) return;
   if (after_unload) ++g.epoch;  // stacks captured from now on may differ
   for (size_t i = 0; i < g_nmodules.load(std::memory_order_relaxed); ++i) {
     Module& m = g_modules[i];
     if (m.alive.load(std::memory_order_relaxed) && !m.seen) {
       m.alive.store(false, std::memory_order_relaxed);
-      ProcReserve(log::ChunkWriter::VarRecordBound(40), g_final_rescan);
+      ProcReserve(log::ChunkWriter::VarRecordBound(40), g_rescan_final);
       g_proc_w.ModuleUnload(sys::Ticks(), 0, g.epoch.load(), m.lo, m.hi);
     }
   }
 }
+
+void ThreadKeyDestructor(void* v);
+bool KeyCreate() { return pthread_key_create(&g_key, ThreadKeyDestructor) == 0; }
 
 void ThreadKeyDestructor(void* v) {
   const auto iter = reinterpret_cast<uintptr_t>(v);
@@ -281,14 +340,100 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
   if (r->stack_hi <= r->stack_lo) r->stack_lo = r->stack_hi = 0;
 }
 
-}  // namespace
+// Copies what a (possibly running) thread committed and writes it as its
+// current chunk, plus the wait it is blocked in, if any (see the header).
+uint32_t SnapshotRec(ThreadRec* r, uint8_t* scratch, size_t scratch_bytes, bool snapshot_flag,
+                     bool final_flush) {
+  const uint32_t gen = r->chunk_gen.load(std::memory_order_acquire);
+  const uint32_t committed = r->committed.load(std::memory_order_acquire);
+  const Tick base = r->chunk_base.load(std::memory_order_relaxed);
+  const uint32_t seq = r->cur_seq.load(std::memory_order_relaxed);
+  if (sizeof(log::ChunkHeader) + committed + 4096 > scratch_bytes) return 0;
+  std::memcpy(scratch + sizeof(log::ChunkHeader), r->mem + sizeof(log::ChunkHeader), committed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (r->chunk_gen.load(std::memory_order_relaxed) != gen) return 0;  // reset meanwhile
+  const log::PayloadScan scan =
+      log::ScanPayload(scratch + sizeof(log::ChunkHeader), committed, base);
+  log::ChunkWriter w;
+  w.Init(scratch, scratch_bytes);
+  w.Resume(base, scan.bytes, scan.records, scan.last_ts);
+  const InFlight& f = r->inflight;
+  const uint32_t kind = f.kind.load(std::memory_order_acquire);
+  if (kind != 0 && w.Fits(log::kMaxFixedRecordBytes + log::ChunkWriter::StackDefBound(128))) {
+    const Tick t0 = f.t0;
+    uint32_t stack = f.stack;
+    if (stack == 0 && f.frame != nullptr && g.config.unwind != UnwindMode::kNone) {
+      // The thread is blocked in a system call: its frames above the
+      // interposer's are at rest; walk them within its stack bounds (a thread
+      // that wakes meanwhile can only make the walk stop early or read stale
+      // words, never fault). Kept only if the wait is still the same one.
+      const auto fa = reinterpret_cast<uintptr_t>(f.frame);
+      if (fa >= r->stack_lo && fa < r->stack_hi) {
+        uint64_t pcs[log::kMaxStackDepth];
+        size_t n = unwind::FpUnwind(f.frame, unwind::FpBounds{fa, r->stack_hi}, pcs, g.config.depth);
+        size_t k = 0;
+        for (size_t i = 0; i < n; ++i)
+          if (pcs[i] < g.self_lo || pcs[i] >= g.self_hi) pcs[k++] = pcs[i];
+        bool fresh = false;
+        if (k > 0 && f.kind.load(std::memory_order_acquire) == kind && f.t0 == t0)
+          stack = g_depot.Intern(pcs, k, g.epoch.load(std::memory_order_relaxed), &fresh);
+        if (fresh) w.StackDef(t0, f.cpu, stack, g.epoch.load(std::memory_order_relaxed), pcs, k);
+      }
+    }
+    w.Wait(t0, f.cpu, static_cast<WaitKind>(kind), log::kWaitOpen | f.flags, f.obj, f.aux, 0,
+           f.cpu, stack);
+  }
+  if (w.empty()) return 0;
+  const log::SealedChunk c =
+      w.Seal(r->serial, r->tid, seq, snapshot_flag ? log::kChunkSnapshot : 0);
+  return WriteChunk(c, final_flush) ? w.nrecords() : 0;
+}
+
+void FindSelf() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&FindSelf), &info) == 0 || info.dli_fname == nullptr) return;
+  const char* path = info.dli_fname;
+  size_t n = sys::StrLen(path), slash = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (path[i] == '/') slash = i;
+  sys::Line l(g.self_path, sizeof g.self_path);
+  if (slash == 0) l.Str(".");
+  else l.Str(path, slash);
+  // Our code's address range, to cut tracer frames out of stacks.
+  struct Ctx {
+    uintptr_t base, lo, hi;
+  } ctx{reinterpret_cast<uintptr_t>(info.dli_fbase), ~uintptr_t{0}, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* p) {
+        auto* c = static_cast<Ctx*>(p);
+        if (i->dlpi_addr != c->base) return 0;
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const ElfW(Phdr)& ph = i->dlpi_phdr[k];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          c->lo = std::min<uintptr_t>(c->lo, i->dlpi_addr + ph.p_vaddr);
+          c->hi = std::max<uintptr_t>(c->hi, i->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        return 1;
+      },
+      &ctx);
+  if (ctx.hi > ctx.lo) {
+    g.self_lo = ctx.lo;
+    g.self_hi = ctx.hi;
+  }
+}
+
+}  // namespace internal
+
+using namespace internal;
 
 // ---------------------------------------------------------------------------
 // Registration
 
 bool AbandonedScope(uintptr_t frame) {
   const ThreadRec* r = t_state.rec;
-  return r != nullptr && t_state.scope_frame != 0 && frame > t_state.scope_frame &&
+  // Inside the tracer, nesting is by construction (the tracer never runs
+  // program code that could longjmp out of it).
+  return !InTracer() && r != nullptr && t_state.scope_frame != 0 && frame > t_state.scope_frame &&
          frame >= r->stack_lo && frame < r->stack_hi;
 }
 
@@ -330,6 +475,7 @@ void RegisterMainThread() {
 }
 
 void FinishCurrentThread() {
+  FoldHeapDelta();  // while this thread may still record its last sample
   ThreadRec* r = t_state.rec;
   if (r == nullptr) return;
   TracerScope tracer;
@@ -355,6 +501,7 @@ void FinishCurrentThread() {
 bool SpillSlow(ThreadRec* r) {
   TracerScope tracer;
   ErrnoGuard errno_guard;  // H31: clock_gettime, sched_getcpu
+  MaybeStartFlusher();     // a forked child's first spill
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
     g.records_dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -418,7 +565,7 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
       if (!PcKnown(p[i])) {
         ProcLock lock{ProcLock::Try{}};
         ErrnoGuard errno_guard;  // dl_iterate_phdr
-        if (lock.held()) RescanLocked(false, true);
+        if (lock.held()) RescanLocked(false, true, false);
         break;
       }
     }
@@ -452,6 +599,7 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
     rec_->w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
     Commit(rec_);
+    SpillIfOld(rec_, t1);
   }
 }
 
@@ -467,6 +615,7 @@ void SyscallRecorder::End() {
   if (GT_LIKELY(Reserve(r, log::kMaxFixedRecordBytes))) {
     r->w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
     Commit(r);
+    SpillIfOld(r, t1);
   }
 }
 
@@ -477,6 +626,7 @@ void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t cou
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     r->w.Release(t, cpu, kind, obj, count, stack);
     Commit(r);
+    SpillIfOld(r, t);
   }
 }
 
@@ -487,6 +637,7 @@ void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, 
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     r->w.ThreadCreate(t, cpu, create_id, start_pc, stack);
     Commit(r);
+    SpillIfOld(r, t);
   }
 }
 
@@ -500,8 +651,10 @@ void RecordHeap(uint64_t live_bytes) {
   }
   TracerScope tracer;
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
-    r->w.Heap(sys::Ticks(), sys::CurrentCpu(), live_bytes);
+    const Tick t = sys::Ticks();
+    r->w.Heap(t, sys::CurrentCpu(), live_bytes);
     Commit(r);
+    SpillIfOld(r, t);
   }
 }
 
@@ -547,7 +700,7 @@ void RescanModules(bool after_unload) {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   TracerScope tracer;
   ProcLock lock;
-  RescanLocked(after_unload, false);
+  RescanLocked(after_unload, false, false);
 }
 
 void Disable(const char* why) {
@@ -563,289 +716,4 @@ void Disable(const char* why) {
   }
 }
 
-namespace {
-
-// Writes the log's file header (again at the end, with the best frequency).
-void WriteHeader() {
-  log::FileHeader h;
-  log::InitFileHeader(&h, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns), g.start_ticks,
-                      static_cast<uint32_t>(g.pid), static_cast<uint32_t>(sys::GetPPid()),
-                      g.ncpus);
-  h.start_ns = g.start_ns;
-  (void)sys::PwriteAll(g.log_fd, &h, sizeof h, 0);
-}
-
-// Copies what a (possibly running) thread committed and writes it as its
-// last chunk, plus the wait it is blocked in, if any.
-alignas(64) uint8_t g_flush_mem[(64u << 20) + 4096];
-
-void FlushAtExit(ThreadRec* r) {
-  const uint32_t committed = r->committed.load(std::memory_order_acquire);
-  const Tick base = r->chunk_base.load(std::memory_order_relaxed);
-  const size_t cap = std::min(sizeof g_flush_mem, r->mem_bytes + 1024);
-  std::memcpy(g_flush_mem + sizeof(log::ChunkHeader), r->mem + sizeof(log::ChunkHeader), committed);
-  const log::PayloadScan scan =
-      log::ScanPayload(g_flush_mem + sizeof(log::ChunkHeader), committed, base);
-  log::ChunkWriter w;
-  w.Init(g_flush_mem, cap);
-  w.Resume(base, scan.bytes, scan.records, scan.last_ts);
-  const InFlight& f = r->inflight;
-  const uint32_t kind = f.kind.load(std::memory_order_acquire);
-  if (kind != 0 && w.Fits(log::kMaxFixedRecordBytes + log::ChunkWriter::StackDefBound(128))) {
-    const Tick t0 = f.t0;
-    uint32_t stack = f.stack;
-    if (stack == 0 && f.frame != nullptr && g.config.unwind != UnwindMode::kNone) {
-      // The thread is blocked in a system call: its frames above the
-      // interposer's are at rest; walk them within its stack bounds (a thread
-      // that wakes meanwhile can only make the walk stop early or read stale
-      // words, never fault). Kept only if the wait is still the same one.
-      const auto fa = reinterpret_cast<uintptr_t>(f.frame);
-      if (fa >= r->stack_lo && fa < r->stack_hi) {
-        uint64_t pcs[log::kMaxStackDepth];
-        size_t n = unwind::FpUnwind(f.frame, unwind::FpBounds{fa, r->stack_hi}, pcs, g.config.depth);
-        size_t k = 0;
-        for (size_t i = 0; i < n; ++i)
-          if (pcs[i] < g.self_lo || pcs[i] >= g.self_hi) pcs[k++] = pcs[i];
-        bool fresh = false;
-        if (k > 0 && f.kind.load(std::memory_order_acquire) == kind && f.t0 == t0)
-          stack = g_depot.Intern(pcs, k, g.epoch.load(std::memory_order_relaxed), &fresh);
-        if (fresh) w.StackDef(t0, f.cpu, stack, g.epoch.load(std::memory_order_relaxed), pcs, k);
-      }
-    }
-    w.Wait(t0, f.cpu, static_cast<WaitKind>(kind), log::kWaitOpen | f.flags, f.obj, f.aux, 0,
-           f.cpu, stack);
-  }
-  if (w.empty()) return;
-  const log::SealedChunk c = w.Seal(r->serial, r->tid, r->seq);
-  WriteChunk(c, true);
-}
-
-void EncodeAtExit() {
-  const Tick t0 = sys::Ticks();
-  char so[1200];
-  sys::Line l(so, sizeof so);
-  l.Str(g.self_path).Str("/libgotrace_encode.so");
-  void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);  // libc's: we do not interpose dlopen
-  auto fn = h ? reinterpret_cast<decltype(&gotrace_encode_v1)>(dlsym(h, "gotrace_encode_v1"))
-              : nullptr;
-  if (fn == nullptr) {
-    char buf[2048];
-    sys::Line m(buf, sizeof buf);
-    m.Str("cannot load ").Str(so).Str(" (").Str(h ? "no entry point" : dlerror()).Str("); the event log is kept: ");
-    m.Str("gotrace encode ").Str(g.log_path).Str(" -o ").Str(g.out_path);
-    sys::Log(m.c_str());
-    return;
-  }
-  GotraceEncodeRequest req{};
-  req.version = kGotraceEncodeApiVersion;
-  req.log_path = g.log_path;
-  req.out_path = g.out_path;
-  req.block_threshold_ns = g.config.block_threshold_ns;
-  req.offline = 1;
-  GotraceEncodeResult res{};
-  const int rc = fn(&req, &res);
-  const uint64_t ms100 = (sys::Ticks() - t0) * 100 /
-                         std::max<uint64_t>(1, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns));
-  char buf[4096];
-  sys::Line m(buf, sizeof buf);
-  if (rc != 0) {
-    m.Str("could not write the trace: ").Str(res.error).Str("; the event log is kept: ");
-    m.Str("gotrace encode ").Str(g.log_path).Str(" -o ").Str(g.out_path);
-    sys::Log(m.c_str());
-    return;
-  }
-  if (!g.config.keep_log) sys::Unlink(g.log_path);
-  if (g.config.quiet) return;
-  // Show the path relative to the directory the program started in.
-  const char* shown = res.path;
-  const size_t cl = sys::StrLen(g.cwd);
-  bool under = cl > 0;
-  for (size_t i = 0; i < cl && under; ++i) under = res.path[i] == g.cwd[i];
-  if (under && res.path[cl] == '/') shown = res.path + cl + 1;
-  m.Str("wrote ").Str(shown).Str(" (").Grouped(res.threads).Str(res.threads == 1 ? " thread, " : " threads, ");
-  m.Grouped(res.events).Str(" events, ").Bytes(res.bytes).Str(") in ").Fixed(ms100).Str(" s; view with: go tool trace ").Str(shown);
-  sys::Log(m.c_str());
-  if (res.dropped_records > 0 || g.chunks_dropped.load() > 0) {
-    char b2[256];
-    sys::Line d(b2, sizeof b2);
-    d.Str("the trace has gaps: ").Grouped(res.dropped_records).Str(" records dropped");
-    sys::Log(d.c_str());
-  }
-}
-
-}  // namespace
-
-void FinishProcess() {
-  if (sys::GetPid() != g.pid) return;  // a forked child: the log is the parent's
-  Phase expected = Phase::kReady;
-  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
-    return;
-  TracerScope tracer;
-  // Let in-flight spills finish (bounded: a pwrite of one chunk).
-  for (int i = 0; i < 20000 && g.writers.load(std::memory_order_seq_cst) != 0; ++i) sched_yield();
-
-  const uint32_t used = std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads);
-  for (uint32_t i = 0; i < used; ++i) {
-    ThreadRec* r = Slot(i);
-    if (r->in_use.load(std::memory_order_acquire) != 0) FlushAtExit(r);
-  }
-  {
-    ProcLock lock;
-    g_final_rescan = true;
-    RescanLocked(false, false);
-    ProcReserve(128, true);
-    AppendClockSync(&g_proc_w, sys::CurrentCpu());
-    const Tick end = sys::Ticks();
-    ProcFlush(true);  // everything but the end record
-    g_proc_w.TraceEnd(end, 0, g.records_dropped.load(), g.chunks_dropped.load(),
-                      g.chunks_written.load());
-    ProcFlush(true);
-  }
-  WriteHeader();
-  EncodeAtExit();
-}
-
-// ---------------------------------------------------------------------------
-// Initialization
-
-namespace {
-
-void AtExit() { FinishProcess(); }
-
-// H13: the child of a fork holds copies of the parent's buffers and its log
-// descriptor; it must never write them. (It stops tracing; vfork children,
-// which skip atfork handlers, are caught by FinishProcess's pid check and
-// never reach a spill before exec or _exit.)
-void AtForkChild() { g.phase.store(Phase::kDisabled, std::memory_order_release); }
-
-bool OpenLog() {
-  const char* exe = program_invocation_short_name ? program_invocation_short_name : "program";
-  if (!ExpandOutputPath(g.config.out_template, g.pid, exe, g.cwd, g.out_path, sizeof g.out_path)) {
-    sys::Log("GOTRACE_OUT is too long; tracing is off");
-    return false;
-  }
-  // The log sits next to the trace (same filesystem; tracewrap finds it after
-  // a crash). Created exclusively, 0600, close-on-exec (H16).
-  for (unsigned n = 0; n < 100; ++n) {
-    sys::Line l(g.log_path, sizeof g.log_path);
-    l.Str(g.out_path);
-    if (n > 0) l.Char('.').U64(n);
-    l.Str(".gtlog");
-    const long fd = sys::OpenAt(-100, g.log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd == -EEXIST) continue;
-    if (fd < 0) {
-      char buf[1400];
-      sys::Line m(buf, sizeof buf);
-      m.Str("cannot create ").Str(g.log_path).Str(" (errno ").U64(static_cast<uint64_t>(-fd)).Str("); tracing is off");
-      sys::Log(m.c_str());
-      return false;
-    }
-    // Keep our descriptor out of the range programs close or dup2 over (H27).
-    const long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 512);
-    if (high >= 0) {
-      sys::Close(static_cast<int>(fd));
-      g.log_fd = static_cast<int>(high);
-    } else {
-      g.log_fd = static_cast<int>(fd);
-    }
-    return true;
-  }
-  sys::Log("cannot find a free name for the event log; tracing is off");
-  return false;
-}
-
-void FindSelf() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&FindSelf), &info) == 0 || info.dli_fname == nullptr) return;
-  const char* path = info.dli_fname;
-  size_t n = sys::StrLen(path), slash = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (path[i] == '/') slash = i;
-  sys::Line l(g.self_path, sizeof g.self_path);
-  if (slash == 0) l.Str(".");
-  else l.Str(path, slash);
-  // Our code's address range, to cut tracer frames out of stacks.
-  struct Ctx {
-    uintptr_t base, lo, hi;
-  } ctx{reinterpret_cast<uintptr_t>(info.dli_fbase), ~uintptr_t{0}, 0};
-  dl_iterate_phdr(
-      [](dl_phdr_info* i, size_t, void* p) {
-        auto* c = static_cast<Ctx*>(p);
-        if (i->dlpi_addr != c->base) return 0;
-        for (int k = 0; k < i->dlpi_phnum; ++k) {
-          const ElfW(Phdr)& ph = i->dlpi_phdr[k];
-          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-          c->lo = std::min<uintptr_t>(c->lo, i->dlpi_addr + ph.p_vaddr);
-          c->hi = std::max<uintptr_t>(c->hi, i->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-        }
-        return 1;
-      },
-      &ctx);
-  if (ctx.hi > ctx.lo) {
-    g.self_lo = ctx.lo;
-    g.self_hi = ctx.hi;
-  }
-}
-
-__attribute__((constructor(101))) void Init() {
-  if (g.phase.load() != Phase::kUninit) return;
-  TracerScope tracer;
-  // Keep our own handle on stderr, high and close-on-exec (H27).
-  const long err = sys::Fcntl(2, F_DUPFD_CLOEXEC, 513);
-  if (err >= 0) sys::g_log_fd = static_cast<int>(err);
-  ReadConfig(&g.config);
-  if (!g.config.enabled) {
-    g.phase.store(Phase::kDisabled);
-    return;
-  }
-  sys::InitClock();
-  g.start_ns = sys::MonotonicNs();
-  g.start_ticks = sys::Ticks();
-  g.pid = sys::GetPid();
-  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
-  g.ncpus = nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
-  if (sys::Getcwd(g.cwd, sizeof g.cwd) < 0) g.cwd[0] = '\0';
-  const char* missing = nullptr;
-  if (!real::ResolveAll(&missing)) {
-    char buf[256];
-    sys::Line l(buf, sizeof buf);
-    l.Str("the C library lacks ").Str(missing);
-    Disable(buf);
-    return;
-  }
-  FindSelf();
-  g_slot_bytes = (((sizeof(ThreadRec) + 63) & ~size_t{63}) + size_t{g.config.buffer_kb} * 1024 + 4095) &
-                 ~size_t{4095};
-  g_pool = static_cast<uint8_t*>(sys::MapMemory(g_slot_bytes * kMaxThreads));
-  if (g_pool == nullptr || !g_depot.Init(size_t{1} << 20, size_t{64} << 20)) {
-    Disable("cannot reserve memory for the tracer");
-    return;
-  }
-  if (pthread_key_create(&g_key, ThreadKeyDestructor) != 0) {
-    Disable("cannot create a thread-specific key");
-    return;
-  }
-  if (!OpenLog()) {
-    g.phase.store(Phase::kDisabled);
-    return;
-  }
-  WriteHeader();
-  g_proc_w.Init(g_proc_mem, sizeof g_proc_mem);
-  g_proc_w.Begin(g.start_ticks);
-  // System calls shorter than 1 us (or the block threshold, if lower) record
-  // no stack. The frequency estimate is rough this early; it is a threshold.
-  const uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
-  g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
-  g.events = g.config.events;
-  g.phase.store(Phase::kReady, std::memory_order_release);
-  RescanModules(false);
-  // Registered early, so it runs late: after the program's own atexit
-  // handlers and static destructors (H26).
-  atexit(AtExit);
-  pthread_atfork(nullptr, nullptr, AtForkChild);
-}
-
-__attribute__((destructor(101))) void Fini() { FinishProcess(); }
-
-}  // namespace
 }  // namespace gotrace

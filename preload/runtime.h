@@ -82,6 +82,11 @@ struct ThreadRec {
   std::atomic<uint32_t> in_use{0};
   std::atomic<uint32_t> committed{0};  // payload bytes of complete records
   std::atomic<Tick> chunk_base{0};
+  std::atomic<uint32_t> chunk_gen{0};  // moves when the buffer is reused (seqlock)
+  std::atomic<uint32_t> cur_seq{0};    // seq of the chunk being filled
+  Tick spill_at = 0;                   // spill by time after this tick (GOTRACE_FLUSH_MS)
+  uint32_t snap_committed = 0;         // what the flusher last wrote (flusher only)
+  uint32_t snap_gen = 0;
   InFlight inflight{};
   StackCacheEntry stack_cache[kStackCacheWays]{};
   uint8_t* mem = nullptr;  // chunk memory
@@ -91,7 +96,7 @@ struct ThreadRec {
 // The single per-thread state: POD, initial-exec TLS (G4, H23).
 struct ThreadState {
   ThreadRec* rec;
-  uint32_t depth;   // > 0: inside a hook or inside the tracer: pass through
+  uint32_t depth;   // > 0: inside a hook (1) or the tracer (kTracerDepth each): pass through
   uint32_t status;  // kThreadNew / kThreadTraced / kThreadUntraced / kThreadExited
   int64_t heap_delta;  // heap bytes allocated minus freed, not yet folded (hooks_malloc.cc)
   Tick heap_emit;      // when this thread last recorded a heap sample
@@ -111,6 +116,10 @@ struct Globals {
   uint64_t start_ns = 0;
   uint32_t ncpus = 1;
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
+  Tick flush_ticks = ~Tick{0} / 2;  // a chunk older than this is written out
+  bool descendant = false;   // a child of the traced root (fork, exec'd, spawned)
+  int root_pid = 0;
+  uint32_t image = 0;        // exec generation within this pid (GOTRACE_IMAGE)
   std::atomic<uint32_t> epoch{0};  // module map epoch (bumped by dlclose)
   uintptr_t self_lo = 0, self_hi = 0;  // our own code: frames there are skipped
   std::atomic<uint64_t> log_offset{sizeof(log::FileHeader)};
@@ -121,6 +130,10 @@ struct Globals {
   std::atomic<uint64_t> untraced_threads{0};
   std::atomic<uint32_t> next_serial{1};
   std::atomic<uint64_t> next_create_id{1};
+  // The program's threads still alive (the main thread included; the
+  // flusher is not one): when the last one ends, the flusher must end too,
+  // or it would keep a process whose main thread called pthread_exit alive.
+  std::atomic<int> app_threads{1};
   std::atomic<uintptr_t> main_pc{0};
   char log_path[1100] = {0};
   char out_path[1100] = {0};
@@ -130,6 +143,13 @@ struct Globals {
 extern Globals g;
 
 // --- Hook scope (G5) --------------------------------------------------------
+
+// t_state.depth counts hook scopes in its low bits and tracer scopes in
+// units of kTracerDepth, so that "inside the tracer" (its own allocations,
+// locks, writes) can be told from "inside a traced call" (where what libc
+// allocates is the program's, and counts: hooks_malloc.cc).
+constexpr uint32_t kTracerDepth = 1u << 16;
+GT_ALWAYS_INLINE bool InTracer() { return t_state.depth >= kTracerDepth; }
 
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
 
@@ -190,8 +210,8 @@ class ErrnoGuard {
 // object (the tracer's own mallocs, locks and writes are not traced).
 class TracerScope {
  public:
-  TracerScope() { ++t_state.depth; }
-  ~TracerScope() { --t_state.depth; }
+  TracerScope() { t_state.depth += kTracerDepth; }
+  ~TracerScope() { t_state.depth -= kTracerDepth; }
   TracerScope(const TracerScope&) = delete;
   TracerScope& operator=(const TracerScope&) = delete;
 };
@@ -214,6 +234,11 @@ GT_ALWAYS_INLINE bool Reserve(ThreadRec* r, size_t n) {
 }
 GT_ALWAYS_INLINE void Commit(ThreadRec* r) {
   r->committed.store(static_cast<uint32_t>(r->w.payload_size()), std::memory_order_release);
+}
+// After a record made at `ts`: a chunk older than GOTRACE_FLUSH_MS is written
+// out, so a killed process loses at most that much of an active thread.
+GT_ALWAYS_INLINE void SpillIfOld(ThreadRec* r, Tick ts) {
+  if (GT_UNLIKELY(ts > r->spill_at)) SpillSlow(r);
 }
 
 // A blocking call in progress: captures the start time, CPU and stack, and
@@ -299,8 +324,6 @@ void FinishCurrentThread();
 void RescanModules(bool after_unload);
 // Stops tracing with one line on stderr; the program runs on.
 void Disable(const char* why);
-// Final flush + encode (atexit, destructor); runs once.
-void FinishProcess();
 
 }  // namespace gotrace
 

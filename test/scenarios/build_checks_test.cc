@@ -89,5 +89,17 @@ TEST_CASE("libgotrace.so registers no static destructors (G7, H32)", "[build]") 
   CHECK(calls == 1);
 }
 
+TEST_CASE("libgotrace.so has no dynamic initializers (G7)", "[build]") {
+  // A namespace-scope object that is not constant-initialized gets a
+  // _GLOBAL__sub_I_<file> initializer, which runs at the default priority:
+  // after our constructor (101) has started tracing, wiping what it set up.
+  // (The module table once lost every module this way.) constinit makes the
+  // compiler refuse such objects; this catches the ones without it.
+  ProcResult nm = RunProcess({"nm", "--format=just-symbols", PreloadLib()});
+  REQUIRE(nm.Exited(0));
+  CHECK(nm.out.find("_GLOBAL__sub_I") == std::string::npos);
+  CHECK(nm.out.find("_Z41__static_initialization_and_destruction") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace gotrace::testing

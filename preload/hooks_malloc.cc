@@ -1,0 +1,757 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/hooks_malloc.cc - the malloc family: live heap bytes ------===//
+//
+// Interposes malloc, free, calloc, realloc, reallocarray, memalign,
+// posix_memalign, aligned_alloc, valloc, pvalloc and malloc_usable_size, all
+// @GLIBC_2.2.5 (reallocarray @GLIBC_2.26, aligned_alloc @GLIBC_2.16; one
+// version each), and keeps the process's live heap bytes, which the trace
+// shows as Go's HeapAlloc counter ("Heap" in the trace viewer).
+//
+// Forwarding: always to dlsym(RTLD_NEXT, name), never to __libc_*, so that an
+// allocator preloaded after us (jemalloc, tcmalloc, mimalloc) keeps getting
+// every call (H10). The real function does all validation and sets errno; the
+// wrappers validate nothing and never touch errno (H9, H31).
+//
+// Counting: in usable sizes, as the real allocator reports them
+// (malloc_usable_size): after the real call for an allocation, before it for
+// a free (afterwards the block may belong to another thread already; H9,
+// heaptrack's free-before-real-free ordering). Each thread adds to its own
+// t_state.heap_delta; the delta is folded into one global atomic only when it
+// passes ±kFoldBytes, so the hot path has no shared write and no lock. The
+// tracer's own allocations (t_state.depth > 0: it allocates and frees only
+// inside TracerScope/HookScope) pass through uncounted, and so do nested
+// calls of the real allocator into the public names (glibc's reallocarray
+// calls realloc through the PLT): the real call runs inside a TracerScope.
+//
+// Cost: with tracking off (GOTRACE_EVENTS without heap, tracing disabled)
+// each wrapper is one load and one predictable branch before a tail call of
+// the real function (free and realloc also check the boot arena, G3). With
+// tracking on, the usable size (read from glibc's chunk header when that is
+// safe, else the real malloc_usable_size) and a thread-local add per call.
+//
+// None of these wrappers lock, and none allocate except through the real
+// allocator. They are as async-signal-safe as the real allocator (not at
+// all); a malloc in a signal handler that interrupts a wrapper is counted
+// normally.
+//===----------------------------------------------------------------------===//
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "preload/heap.h"
+#include "preload/runtime.h"
+#include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
+
+namespace gotrace {
+namespace {
+
+// --- The real functions -----------------------------------------------------
+//
+// Problem: these are resolved apart from preload/real.h's table, lazily, on
+// the first call of any of them, because that call comes long before our
+// constructor (the loader and libc allocate during start-up, and code in
+// other libraries' constructors may run first, H24), and because resolving
+// them may allocate: dlsym keeps its error state in memory it mallocs (every
+// call before glibc 2.34, a failed one since; H1, google/sanitizers#957). Each slot starts out pointing at a stub that
+// resolves the whole table and calls again. While one thread resolves, every
+// allocation (its own recursive ones, and any other thread's: waiting could
+// deadlock on the loader lock the resolver needs) is served from the boot
+// arena below. The slots are never null, so a wrapper with tracking off is a
+// load, a test and an indirect tail call.
+
+#define GT_MALLOC_FUNCTIONS(X) \
+  X(malloc_usable_size)        \
+  X(malloc)                    \
+  X(free)                      \
+  X(calloc)                    \
+  X(realloc)                   \
+  X(reallocarray)              \
+  X(memalign)                  \
+  X(posix_memalign)            \
+  X(aligned_alloc)             \
+  X(valloc)                    \
+  X(pvalloc)
+
+template <typename F>
+GT_ALWAYS_INLINE F Real(F& slot) {
+  return __atomic_load_n(&slot, __ATOMIC_RELAXED);
+}
+
+// --- The boot arena (H1, G3) ------------------------------------------------
+//
+// Static and page-aligned; bump-allocated with a 16-byte header per block
+// (its size and where it starts). Freeing the most recent block rolls the
+// bump pointer back, so dlsym's error buffer, allocated and freed over and
+// over, does not use the arena up (compiler-rt aed80b5b5). Its pointers are
+// recognised by free, realloc and malloc_usable_size and never reach the real
+// allocator. When it runs out: one line on stderr, nullptr/ENOMEM.
+namespace boot {
+
+constexpr size_t kBytes = size_t{256} << 10;
+alignas(4096) uint8_t g_mem[kBytes];
+std::atomic<size_t> g_top{0};
+std::atomic<bool> g_warned{false};
+
+struct Header {
+  uint64_t size;   // bytes asked for
+  uint64_t start;  // offset of the block's start (the bump pointer before it)
+};
+static_assert(sizeof(Header) == 16);
+
+GT_ALWAYS_INLINE bool Owns(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_mem) < kBytes;
+}
+
+constexpr size_t AlignUp(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
+
+Header* HeaderOf(const void* p) {
+  return reinterpret_cast<Header*>(const_cast<uint8_t*>(static_cast<const uint8_t*>(p)) -
+                                   sizeof(Header));
+}
+
+GT_NOINLINE void* Alloc(size_t n, size_t align) {
+  if (align < 16) align = 16;
+  if ((align & (align - 1)) != 0) align = size_t{1} << (64 - __builtin_clzl(align));
+  size_t top = g_top.load(std::memory_order_relaxed);
+  for (;;) {
+    // g_mem is page-aligned: an offset aligned to `align` (<= 4096) is an
+    // address aligned to it.
+    const size_t user = AlignUp(top + sizeof(Header), align);
+    if (align > 4096 || n > kBytes || user + n > kBytes) break;
+    const size_t end = AlignUp(user + n, 16);
+    if (g_top.compare_exchange_weak(top, end, std::memory_order_acq_rel)) {
+      void* p = g_mem + user;
+      *HeaderOf(p) = Header{n, top};
+      return p;
+    }
+  }
+  if (!g_warned.exchange(true, std::memory_order_relaxed)) {
+    sys::Log("the bootstrap allocator (256 KiB, used while the real malloc is being looked up) "
+             "is exhausted; allocations fail with ENOMEM until then");
+  }
+  errno = ENOMEM;
+  return nullptr;
+}
+
+GT_NOINLINE void Free(void* p) {
+  const Header h = *HeaderOf(p);
+  size_t end = AlignUp(static_cast<size_t>(static_cast<uint8_t*>(p) - g_mem) + h.size, 16);
+  // The most recent block: give its memory back. Any other stays (a leak of
+  // at most the arena, only while bootstrapping).
+  g_top.compare_exchange_strong(end, h.start, std::memory_order_acq_rel);
+}
+
+size_t Size(const void* p) { return HeaderOf(p)->size; }
+
+void* Calloc(size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void* p = Alloc(bytes, 16);
+  if (p != nullptr) memset(p, 0, bytes);  // the memory may be reused after a Free
+  return p;
+}
+
+// realloc of an arena block: into the real allocator when it is there.
+GT_NOINLINE void* Realloc(void* p, size_t n) {
+  if (n == 0) {  // as glibc: realloc(p, 0) frees p and returns NULL
+    Free(p);
+    return nullptr;
+  }
+  void* q = malloc(n);  // our wrapper: counted, or the arena again while resolving
+  if (q == nullptr) return nullptr;
+  const size_t old = Size(p);
+  memcpy(q, p, old < n ? old : n);
+  Free(p);
+  return q;
+}
+
+}  // namespace boot
+
+// --- Stubs: the slots' values until resolved --------------------------------
+// Each resolves the table (or finds it being resolved: the arena), then calls
+// the real function; a function this C library lacks (pvalloc on musl, say)
+// is done with the others, through our wrappers.
+
+enum : uint32_t { kUnresolved = 0, kResolving = 1, kResolved = 2 };
+std::atomic<uint32_t> g_resolve{kUnresolved};
+
+bool ResolveSlow();
+
+size_t UsableStub(void* p) noexcept;
+void* MallocStub(size_t n) noexcept;
+void FreeStub(void* p) noexcept;
+void* CallocStub(size_t n, size_t size) noexcept;
+void* ReallocStub(void* p, size_t n) noexcept;
+void* ReallocarrayStub(void* p, size_t n, size_t size) noexcept;
+void* MemalignStub(size_t align, size_t n) noexcept;
+int PosixMemalignStub(void** out, size_t align, size_t n) noexcept;
+void* AlignedAllocStub(size_t align, size_t n) noexcept;
+void* VallocStub(size_t n) noexcept;
+void* PvallocStub(size_t n) noexcept;
+
+struct MallocReal {
+#define GT_MALLOC_MEMBER(name) decltype(&::name) name;
+  GT_MALLOC_FUNCTIONS(GT_MALLOC_MEMBER)
+#undef GT_MALLOC_MEMBER
+};
+// The stubs, also to tell "resolved" from "missing in this libc" afterwards.
+// constexpr: constant-initialized, no static constructor (G7).
+constexpr MallocReal kStubs = {UsableStub,       MallocStub,       FreeStub,     CallocStub,
+                               ReallocStub,      ReallocarrayStub, MemalignStub, PosixMemalignStub,
+                               AlignedAllocStub, VallocStub,       PvallocStub};
+// Written by ResolveSlow, read with relaxed atomics (a slot holds either its
+// stub or the real function, both valid to call).
+alignas(64) MallocReal g_real = kStubs;
+static_assert(std::is_trivially_destructible_v<MallocReal>);
+
+// True when the table is resolved (each slot holds the real function, or its
+// stub if the C library lacks it). False while resolution is under way, in
+// this thread (dlsym allocating) or another: use the boot arena.
+GT_NOINLINE bool ResolveSlow() {
+  uint32_t s = g_resolve.load(std::memory_order_acquire);
+  if (s == kResolved) return true;
+  if (s != kUnresolved || !g_resolve.compare_exchange_strong(s, kResolving)) {
+    return g_resolve.load(std::memory_order_acquire) == kResolved;
+  }
+  const int saved_errno = errno;
+  // malloc_usable_size first: the counting path uses it in every wrapper.
+#define GT_MALLOC_RESOLVE(name)                                                  \
+  if (void* f = dlsym(RTLD_NEXT, #name)) {                                       \
+    __atomic_store_n(&g_real.name, reinterpret_cast<decltype(&::name)>(f),       \
+                     __ATOMIC_RELEASE);                                          \
+  }
+  GT_MALLOC_FUNCTIONS(GT_MALLOC_RESOLVE)
+#undef GT_MALLOC_RESOLVE
+  g_resolve.store(kResolved, std::memory_order_release);
+  errno = saved_errno;
+  return true;
+}
+
+template <typename F>
+bool Resolved(F& slot, F stub) {
+  return ResolveSlow() && Real(slot) != stub;
+}
+
+size_t UsableStub(void* p) noexcept {
+  return Resolved(g_real.malloc_usable_size, kStubs.malloc_usable_size)
+             ? Real(g_real.malloc_usable_size)(p)
+             : 0;
+}
+void* MallocStub(size_t n) noexcept {
+  return Resolved(g_real.malloc, kStubs.malloc) ? Real(g_real.malloc)(n) : boot::Alloc(n, 16);
+}
+void FreeStub(void* p) noexcept {
+  // Nothing we returned reaches here (arena blocks are caught before); a
+  // block from elsewhere before resolution is left alone rather than given
+  // to the wrong allocator.
+  if (Resolved(g_real.free, kStubs.free)) Real(g_real.free)(p);
+}
+void* CallocStub(size_t n, size_t size) noexcept {
+  return Resolved(g_real.calloc, kStubs.calloc) ? Real(g_real.calloc)(n, size)
+                                                : boot::Calloc(n, size);
+}
+void* ReallocStub(void* p, size_t n) noexcept {
+  if (Resolved(g_real.realloc, kStubs.realloc)) return Real(g_real.realloc)(p, n);
+  if (p == nullptr) return boot::Alloc(n, 16);
+  errno = ENOMEM;  // a foreign block while another thread resolves: cannot move it
+  return nullptr;
+}
+void* ReallocarrayStub(void* p, size_t n, size_t size) noexcept {
+  if (Resolved(g_real.reallocarray, kStubs.reallocarray))
+    return Real(g_real.reallocarray)(p, n, size);
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, bytes);
+}
+void* MemalignStub(size_t align, size_t n) noexcept {
+  return Resolved(g_real.memalign, kStubs.memalign) ? Real(g_real.memalign)(align, n)
+                                                    : boot::Alloc(n, align);
+}
+int PosixMemalignStub(void** out, size_t align, size_t n) noexcept {
+  if (Resolved(g_real.posix_memalign, kStubs.posix_memalign))
+    return Real(g_real.posix_memalign)(out, align, n);
+  if (align == 0 || (align & (align - 1)) != 0 || align % sizeof(void*) != 0) return EINVAL;
+  const int saved_errno = errno;
+  void* p = boot::Alloc(n, align);
+  errno = saved_errno;
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* AlignedAllocStub(size_t align, size_t n) noexcept {
+  if (Resolved(g_real.aligned_alloc, kStubs.aligned_alloc)) return Real(g_real.aligned_alloc)(align, n);
+  return g_resolve.load(std::memory_order_acquire) == kResolved ? memalign(align, n)
+                                                                 : boot::Alloc(n, align);
+}
+void* VallocStub(size_t n) noexcept {
+  if (Resolved(g_real.valloc, kStubs.valloc)) return Real(g_real.valloc)(n);
+  return g_resolve.load(std::memory_order_acquire) == kResolved ? memalign(4096, n)
+                                                                 : boot::Alloc(n, 4096);
+}
+void* PvallocStub(size_t n) noexcept {
+  if (Resolved(g_real.pvalloc, kStubs.pvalloc)) return Real(g_real.pvalloc)(n);
+  if (n > (size_t{1} << 62)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  const size_t rounded = boot::AlignUp(n != 0 ? n : 1, 4096);
+  return g_resolve.load(std::memory_order_acquire) == kResolved ? memalign(4096, rounded)
+                                                                 : boot::Alloc(rounded, 4096);
+}
+
+// --- Counting ----------------------------------------------------------------
+
+// Read by every call and written once: a cache line of their own, away from
+// the counters that folds write (false sharing would cost more than the rest
+// of the wrapper).
+struct alignas(64) HotFlags {
+  // Set by the constructor when GOTRACE_EVENTS includes heap and tracing is
+  // ready, after the baseline is in place; cleared by the slow path once
+  // tracing is disabled.
+  uint32_t on;
+  bool glibc_header;  // Usable() may read glibc's chunk header (below)
+};
+HotFlags g_hot = {0, false};
+
+// A thread's delta is folded into the total once it passes this, either way.
+// Error bound of the total: kFoldBytes per live thread, plus kFoldBytes per
+// exited thread if the runtime does not call FoldHeapDelta at thread exit.
+constexpr int64_t kFoldBytes = int64_t{64} << 10;
+constexpr uint64_t kMinStep = uint64_t{1} << 20;  // samples: at least 1 MiB apart...
+constexpr uint64_t kStepPermille = 10;            // ... and at least 1% of the last one
+constexpr uint64_t kSampleGapUs = 100;            // per thread, between its samples
+
+alignas(64) std::atomic<int64_t> g_live{0};    // baseline + folded deltas (may dip below 0)
+alignas(64) std::atomic<uint64_t> g_last{0};   // the last sample recorded
+alignas(64) std::atomic<uint64_t> g_peak{0};   // the highest total since the last sample
+uint64_t g_gap_ticks = 0;                      // kSampleGapUs in TSC ticks
+
+GT_ALWAYS_INLINE bool On() { return __atomic_load_n(&g_hot.on, __ATOMIC_RELAXED) != 0; }
+
+// --- Usable sizes ---------------------------------------------------------------
+//
+// Problem: the real malloc_usable_size is one more call into the allocator
+// per malloc and per free; glibc's also reads the next chunk's header (its
+// in-use bit), often another cache line. Profiled on the development machine
+// it was 2.5 ns of the 6.3 ns that tracking added to a malloc+free pair,
+// over the 6 ns budget. For a block in use, glibc's answer is a function of
+// its own chunk header alone: mchunk_size at p - 8, (size & ~7) - 16 if
+// IS_MMAPPED (2) is set, else - 8 (malloc.c musable()/memsize(), the same
+// since glibc 2.26). So when the real malloc_usable_size is glibc's and
+// agrees with that formula on test blocks at start-up (small, aligned and
+// mmapped ones; runtime detection, G12), the header is read inline;
+// otherwise (jemalloc, tcmalloc, mimalloc, a changed glibc) the real function
+// is called. x86_64 only: on aarch64 glibc may tag memory (MTE,
+// glibc.mem.tagging), and the header then carries another tag than the
+// pointer.
+GT_ALWAYS_INLINE uint64_t GlibcUsable(const void* p) {
+  const uint64_t size = static_cast<const uint64_t*>(p)[-1];
+  return (size & ~uint64_t{7}) - 8 - ((size & 2) << 2);
+}
+
+GT_ALWAYS_INLINE int64_t Usable(void* p) {
+#if defined(__x86_64__)
+  if (GT_LIKELY(g_hot.glibc_header)) return static_cast<int64_t>(GlibcUsable(p));
+#endif
+  return static_cast<int64_t>(Real(g_real.malloc_usable_size)(p));
+}
+
+// Called once from the constructor, inside the tracer: the test blocks are
+// not counted. 33 MiB is above glibc's largest mmap threshold, so that block
+// is mmapped whatever the program did, and freeing it does not move the
+// threshold (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB).
+bool GlibcHeaderAgrees() {
+#if defined(__x86_64__)
+  Dl_info a, b;
+  void* libc_fn = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
+  const auto usable = Real(g_real.malloc_usable_size);
+  if (libc_fn == nullptr || dladdr(reinterpret_cast<void*>(usable), &a) == 0 ||
+      dladdr(libc_fn, &b) == 0 || a.dli_fbase != b.dli_fbase) {
+    return false;
+  }
+  bool agree = true;
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{24}, size_t{25}, size_t{1000},
+                         size_t{70000}, size_t{33} << 20}) {
+    for (const size_t align : {size_t{0}, size_t{64}, size_t{4096}}) {
+      void* p = align == 0 ? Real(g_real.malloc)(n) : Real(g_real.memalign)(align, n);
+      if (p == nullptr) continue;
+      if (GlibcUsable(p) != usable(p)) agree = false;
+      Real(g_real.free)(p);
+    }
+  }
+  return agree;
+#else
+  return false;
+#endif
+}
+
+enum class Sample {
+  kRateLimited,  // from the hot path: the step and the thread's 100 µs gap
+  kThreadExit,   // FoldHeapDelta: the step only (once per thread)
+  kFinal,        // process exit: whatever changed
+};
+
+// Problem: how many samples, and which. A sample is recorded when the total
+// moved by max(1 MiB, 1% of the last sample) since the last one; a thread
+// records at most one every 100 µs; and when the total has fallen from a
+// peak that no sample showed, the peak is recorded first, so the maximum is
+// on the curve. Volume bound: consecutive samples differ by >= 1 MiB, so a
+// run records at most 2 x (bytes allocated + bytes freed) / 1 MiB samples
+// (x2 for the peaks), and never more than 2 x 10,000 per second per thread;
+// above 100 MiB live the 1% step makes it logarithmic in the size. A program
+// churning 1 GB/s of short-lived blocks moves the total by little and
+// records almost nothing; one growing by 1 GB/s records at most ~1,000
+// samples/s (1 MiB steps; fewer once the 1% step is larger), 10 bytes each
+// in the log. Faithfulness: a sample is at most one step plus
+// kFoldBytes per thread away from the true total, and the last 100 µs of a
+// thread's changes show up at its next fold, thread exit or process exit.
+void SampleSlow(uint64_t v, Sample mode) {
+  const Phase phase = g.phase.load(std::memory_order_relaxed);
+  if (phase != Phase::kReady) {
+    // Disabled for good: stop counting. Shut down (at exit, or before an
+    // exec that may fail and resume tracing): keep counting, record nothing.
+    if (phase == Phase::kDisabled) __atomic_store_n(&g_hot.on, 0, __ATOMIC_RELAXED);
+    return;
+  }
+  uint64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (v > peak && !g_peak.compare_exchange_weak(peak, v, std::memory_order_relaxed)) {
+  }
+  uint64_t last = g_last.load(std::memory_order_relaxed);
+  const uint64_t diff = v > last ? v - last : last - v;
+  const uint64_t step = std::max(kMinStep, last / 1000 * kStepPermille);
+  const uint64_t hidden_peak = std::max(last, v) + step / 16;  // a peak above this is shown
+  if (mode == Sample::kFinal ? diff == 0 && peak <= hidden_peak : diff < step) return;
+  // Only a thread the runtime knows records (RecordHeap registers a new
+  // one, but the main thread must not be registered before main() is known,
+  // or it would lose its name: that happens in __libc_start_main).
+  if (t_state.rec == nullptr &&
+      (t_state.status != kThreadNew || g.main_pc.load(std::memory_order_relaxed) == 0)) {
+    return;
+  }
+  // Inside a hook or the tracer RecordHeap records nothing: leave the
+  // sample to the next fold rather than claim it and lose it.
+  if (t_state.depth != 0) return;
+  const Tick now = sys::Ticks();
+  if (mode == Sample::kRateLimited && now - t_state.heap_emit < g_gap_ticks) return;
+  // Claim the sample; another thread that claimed one meanwhile wins.
+  if (!g_last.compare_exchange_strong(last, v, std::memory_order_relaxed)) return;
+  t_state.heap_emit = now;
+  const uint64_t p = g_peak.exchange(v, std::memory_order_relaxed);
+  if (p > hidden_peak) RecordHeap(p);
+  RecordHeap(v);
+}
+
+// Folds this thread's delta into the total and samples it.
+GT_NOINLINE void FoldSlow(Sample mode) {
+  const int saved_errno = errno;  // H31: registration and spills may touch it
+  const int64_t d = t_state.heap_delta;
+  t_state.heap_delta = 0;
+  const int64_t total = g_live.fetch_add(d, std::memory_order_relaxed) + d;
+  // Memory allocated before tracing and freed during it is in the baseline;
+  // what the baseline missed could take the total below zero: clamp.
+  SampleSlow(total > 0 ? static_cast<uint64_t>(total) : 0, mode);
+  errno = saved_errno;
+}
+
+// Adds to this thread's delta; true when it is time to fold (|delta| >
+// kFoldBytes, in one unsigned comparison).
+GT_ALWAYS_INLINE bool AddDelta(int64_t bytes) {
+  const int64_t v = t_state.heap_delta + bytes;
+  t_state.heap_delta = v;
+  return static_cast<uint64_t>(v + kFoldBytes) > static_cast<uint64_t>(2 * kFoldBytes);
+}
+
+GT_ALWAYS_INLINE void Account(int64_t bytes) {
+  if (GT_UNLIKELY(AddDelta(bytes))) FoldSlow(Sample::kRateLimited);
+}
+
+// The allocation pattern shared by malloc, calloc, memalign, aligned_alloc,
+// valloc and pvalloc: call the real function inside a TracerScope (nested
+// public calls pass through), count the block.
+template <typename F, typename... Args>
+GT_ALWAYS_INLINE void* CountedAlloc(F real, Args... args) {
+  void* p;
+  {
+    TracerScope nested;
+    p = real(args...);
+  }
+  if (GT_LIKELY(p != nullptr)) Account(Usable(p));
+  return p;
+}
+
+// realloc and reallocarray: `old` was measured before the call.
+GT_ALWAYS_INLINE void CountRealloc(void* p, void* q, int64_t old, bool zero_bytes) {
+  if (q != nullptr) {
+    Account(Usable(q) - old);
+  } else if (p != nullptr && zero_bytes) {
+    // realloc(p, 0) returned NULL: glibc and jemalloc (opt.zero_realloc:free,
+    // its default) freed p. A failed realloc (NULL for a nonzero size) left
+    // p alone.
+    Account(-old);
+  }
+}
+
+// --- Counted calls (tracking on) ---------------------------------------------
+// Out of line, so that a wrapper with tracking off stays a tail call. Inside
+// the tracer (TracerScope: InTracer()) nothing is counted: the tracer
+// allocates and frees only there, so its blocks are never counted, and
+// nested calls from the real allocator (reallocarray -> realloc) are inside
+// our own TracerScope. What libc allocates inside a traced call (a HookScope:
+// getaddrinfo's result list) is the program's and counts, as does its free
+// outside any hook (freeaddrinfo): heap_gai checks that the total does not
+// drift.
+GT_ALWAYS_INLINE bool Uncounted() { return InTracer(); }
+//
+// malloc and free run without a frame pointer: no stack is ever captured
+// while they are on the stack (what runs under them is inside a TracerScope
+// or the real allocator), and a frame-pointer walk from below them still
+// reaches their caller. Measured with the shorter size formula in
+// GlibcUsable: about 1 ns of a malloc+free pair.
+#define GT_HOT_PATH __attribute__((optimize("omit-frame-pointer"))) GT_NOINLINE
+
+GT_HOT_PATH void* MallocCounted(size_t n) {
+  const auto real = Real(g_real.malloc);
+  if (Uncounted()) return real(n);
+  return CountedAlloc(real, n);
+}
+
+// The rare free that also folds: after the real free, so that FreeCounted
+// itself makes no call and needs no frame.
+GT_NOINLINE void FreeThenFold(decltype(&::free) real, void* p) {
+  real(p);
+  FoldSlow(Sample::kRateLimited);
+}
+
+GT_HOT_PATH void FreeCounted(void* p) {
+  const auto real = Real(g_real.free);
+  if (Uncounted() || p == nullptr) return real(p);
+  // Counted before the real free: the size is gone after it (H9).
+  if (GT_UNLIKELY(AddDelta(-Usable(p)))) return FreeThenFold(real, p);
+  return real(p);
+}
+
+GT_NOINLINE void* CallocCounted(size_t n, size_t size) {
+  const auto real = Real(g_real.calloc);
+  if (Uncounted()) return real(n, size);
+  return CountedAlloc(real, n, size);
+}
+
+GT_NOINLINE void* ReallocCounted(void* p, size_t n) {
+  const auto real = Real(g_real.realloc);
+  if (Uncounted()) return real(p, n);
+  const int64_t old = p != nullptr ? Usable(p) : 0;
+  void* q;
+  {
+    TracerScope nested;
+    q = real(p, n);
+  }
+  CountRealloc(p, q, old, n == 0);
+  return q;
+}
+
+// glibc's reallocarray checks for overflow and calls realloc through the
+// PLT: that nested call passes through (TracerScope), this one counts.
+GT_NOINLINE void* ReallocarrayCounted(void* p, size_t n, size_t size) {
+  const auto real = Real(g_real.reallocarray);
+  if (Uncounted()) return real(p, n, size);
+  const int64_t old = p != nullptr ? Usable(p) : 0;
+  void* q;
+  {
+    TracerScope nested;
+    q = real(p, n, size);
+  }
+  CountRealloc(p, q, old, n == 0 || size == 0);
+  return q;
+}
+
+GT_NOINLINE void* MemalignCounted(size_t align, size_t n) {
+  const auto real = Real(g_real.memalign);
+  if (Uncounted()) return real(align, n);
+  return CountedAlloc(real, align, n);
+}
+
+GT_NOINLINE int PosixMemalignCounted(void** out, size_t align, size_t n) {
+  const auto real = Real(g_real.posix_memalign);
+  if (Uncounted()) return real(out, align, n);
+  int rc;
+  {
+    TracerScope nested;
+    rc = real(out, align, n);
+  }
+  if (rc == 0 && *out != nullptr) Account(Usable(*out));
+  return rc;
+}
+
+GT_NOINLINE void* AlignedAllocCounted(size_t align, size_t n) {
+  const auto real = Real(g_real.aligned_alloc);
+  if (Uncounted()) return real(align, n);
+  return CountedAlloc(real, align, n);
+}
+
+GT_NOINLINE void* VallocCounted(size_t n) {
+  const auto real = Real(g_real.valloc);
+  if (Uncounted()) return real(n);
+  return CountedAlloc(real, n);
+}
+
+GT_NOINLINE void* PvallocCounted(size_t n) {
+  const auto real = Real(g_real.pvalloc);
+  if (Uncounted()) return real(n);
+  return CountedAlloc(real, n);
+}
+
+// --- Start and exit ------------------------------------------------------------
+
+void AtExit() {
+  if (On() && !Uncounted()) FoldSlow(Sample::kFinal);
+}
+
+// A forked child starts a trace of its own with the parent's heap (and this
+// thread's pending delta): its first fold records the total, whatever the
+// parent last recorded. Other threads' pending deltas (< kFoldBytes each)
+// are lost with them.
+void AtForkChild() {
+  g_last.store(0, std::memory_order_relaxed);
+  g_peak.store(0, std::memory_order_relaxed);
+  t_state.heap_emit = 0;
+}
+
+// glibc's own count of what is allocated now, when malloc is glibc's: the
+// memory allocated before tracing began, which the program may free while
+// traced. Zero when mallinfo2 is missing (glibc < 2.33) or another allocator
+// is in use (its malloc and glibc's mallinfo2 are in different objects).
+uint64_t Baseline() {
+  using MallInfo2 = struct mallinfo2 (*)();
+  const auto info = reinterpret_cast<MallInfo2>(dlsym(RTLD_NEXT, "mallinfo2"));
+  const auto m = Real(g_real.malloc);
+  Dl_info a, b;
+  if (info == nullptr || dladdr(reinterpret_cast<void*>(m), &a) == 0 ||
+      dladdr(reinterpret_cast<void*>(info), &b) == 0 || a.dli_fbase != b.dli_fbase) {
+    return 0;
+  }
+  const struct mallinfo2 mi = info();
+  return mi.uordblks + mi.hblkhd;
+}
+
+// After the runtime's constructor (101), which makes the phase kReady. The
+// atexit handler registered here runs before the runtime's (atexit is LIFO),
+// while the phase is still kReady, and after the program's own atexit
+// handlers and static destructors, registered later.
+__attribute__((constructor(102))) void InitHeap() {
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || (g.events & kGroupHeap) == 0)
+    return;
+  TracerScope tracer;
+  // Counting needs the real allocator's own malloc, free and usable size.
+  if (!ResolveSlow() || g_real.malloc == kStubs.malloc || g_real.free == kStubs.free ||
+      g_real.malloc_usable_size == kStubs.malloc_usable_size) {
+    return;
+  }
+  const int saved_errno = errno;
+  g_hot.glibc_header = GlibcHeaderAgrees();
+  errno = saved_errno;
+  g_gap_ticks = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns) / 1'000'000 * kSampleGapUs;
+  const uint64_t base = Baseline();
+  g_live.store(static_cast<int64_t>(base), std::memory_order_relaxed);
+  g_peak.store(base, std::memory_order_relaxed);  // shown if it is never exceeded
+  atexit(AtExit);
+  pthread_atfork(nullptr, nullptr, AtForkChild);  // after the runtime's: it starts the child's log
+  __atomic_store_n(&g_hot.on, 1, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+void FoldHeapDelta() {
+  if (On()) FoldSlow(Sample::kThreadExit);
+}
+
+void FinishHeap() { AtExit(); }
+
+}  // namespace gotrace
+
+using namespace gotrace;
+
+// --- The interposers ------------------------------------------------------------
+// Tracking off: a load, a test and a tail call of the real function (free
+// and realloc first look for an arena block, G3). Tracking on: the counted
+// call, out of line.
+
+GT_EXPORT void* malloc(size_t n) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.malloc)(n);
+  return MallocCounted(n);
+}
+
+GT_EXPORT void free(void* p) noexcept {
+  if (GT_UNLIKELY(boot::Owns(p))) return boot::Free(p);
+  if (GT_LIKELY(!On())) return Real(g_real.free)(p);
+  return FreeCounted(p);
+}
+
+GT_EXPORT void* calloc(size_t n, size_t size) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.calloc)(n, size);
+  return CallocCounted(n, size);
+}
+
+GT_EXPORT void* realloc(void* p, size_t n) noexcept {
+  if (GT_UNLIKELY(boot::Owns(p))) return boot::Realloc(p, n);
+  if (GT_LIKELY(!On())) return Real(g_real.realloc)(p, n);
+  return ReallocCounted(p, n);
+}
+
+GT_EXPORT void* reallocarray(void* p, size_t n, size_t size) noexcept {
+  if (GT_UNLIKELY(boot::Owns(p))) {
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes)) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    return boot::Realloc(p, bytes);
+  }
+  if (GT_LIKELY(!On())) return Real(g_real.reallocarray)(p, n, size);
+  return ReallocarrayCounted(p, n, size);
+}
+
+GT_EXPORT void* memalign(size_t align, size_t n) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.memalign)(align, n);
+  return MemalignCounted(align, n);
+}
+
+GT_EXPORT int posix_memalign(void** out, size_t align, size_t n) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.posix_memalign)(out, align, n);
+  return PosixMemalignCounted(out, align, n);
+}
+
+GT_EXPORT void* aligned_alloc(size_t align, size_t n) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.aligned_alloc)(align, n);
+  return AlignedAllocCounted(align, n);
+}
+
+GT_EXPORT void* valloc(size_t n) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.valloc)(n);
+  return VallocCounted(n);
+}
+
+GT_EXPORT void* pvalloc(size_t n) noexcept {
+  if (GT_LIKELY(!On())) return Real(g_real.pvalloc)(n);
+  return PvallocCounted(n);
+}
+
+// Needed for arena blocks (H1); otherwise a plain forward.
+GT_EXPORT size_t malloc_usable_size(void* p) noexcept {
+  if (GT_UNLIKELY(boot::Owns(p))) return boot::Size(p);
+  return Real(g_real.malloc_usable_size)(p);
+}

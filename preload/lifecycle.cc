@@ -1,0 +1,806 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/lifecycle.cc - start, fork, exec, exit, crash, flushes ----===//
+//
+// The process's life as the tracer sees it:
+//   start   the constructor reads the configuration, opens the event log next
+//           to the trace, writes the module map and starts the flusher.
+//   fork    the child forgets the parent's buffers and log (H12, H13) and
+//           traces into a log of its own (DESIGN.md §6: PATH.<pid>).
+//   exec    the current image is finalized (trace written) before the real
+//           exec; if the exec fails, tracing starts again (H16).
+//   exit    return from main, exit, _exit/_Exit, quick_exit, pthread_exit of
+//           the last thread: the final flush and the encode (H26).
+//   crash   SIGSEGV/BUS/ILL/FPE/ABRT: an async-signal-safe flush, the trace
+//           encoded by a separate `gotrace` process, then the program's own
+//           handler or the default action, so the exit status and core dump
+//           are what they would be untraced.
+//   kill    SIGKILL cannot be caught: the flusher writes snapshots of idle
+//           threads' buffers (and owners write chunks older than
+//           GOTRACE_FLUSH_MS), so a killed process loses at most that much;
+//           tracewrap recovers the log with `gotrace recover`.
+//
+// Naming: the root process's last image writes the requested path; any other
+// process writes PATH.<pid> (the template already unique with %p: as is); an
+// image that exec'd another writes that name plus ".<image>" (its exec
+// generation). Descendants know they are descendants because our exec and
+// posix_spawn interposers (and tracewrap) pass GOTRACE_ROOT_PID; the
+// program's own environment is never changed.
+//===----------------------------------------------------------------------===//
+#include "preload/lifecycle.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "encoder/encode_api.h"
+#include "preload/heap.h"
+#include "preload/real.h"
+#include "preload/runtime_internal.h"
+#include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
+
+namespace gotrace {
+
+using namespace internal;
+
+namespace {
+
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+// Signals whose default action ends the process without a fault: a CI
+// timeout's SIGTERM, ^C, a closed pipe. Caught only while the program leaves
+// them at SIG_DFL; a program that handles or ignores one gets exactly its
+// own action installed.
+constexpr int kTermSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE,
+                                SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU};
+constexpr int kMaxSignal = 65;
+
+// Scratch for copying thread buffers: one for the exit/crash path, one for
+// the flusher thread, which may run at the same time. Zero-fill-on-demand:
+// only what is touched costs memory.
+alignas(64) uint8_t g_final_scratch[(64u << 20) + 8192];
+alignas(64) uint8_t g_flusher_scratch[(64u << 20) + 8192];
+
+char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
+struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
+bool g_crash_handlers = false;
+std::atomic<int> g_in_crash{0};
+std::atomic<bool> g_flusher_running{false};
+// The program's threads are all gone: the flusher ends and is not restarted.
+std::atomic<bool> g_flusher_retired{false};
+pthread_key_t g_live_key;  // set (to 1) in every counted thread; see AppThreadStarted
+bool g_live_key_ok = false;
+
+bool TemplateHasPid() {
+  for (const char* p = g.config.out_template; p[0] != '\0'; ++p) {
+    if (p[0] == '%' && p[1] == 'p') return true;
+    if (p[0] == '%' && p[1] != '\0') ++p;
+  }
+  return false;
+}
+
+// This image's trace name: `exec_image` names the trace of an image that is
+// about to exec another.
+bool TracePath(bool exec_image, char* out, size_t cap) {
+  const char* exe = program_invocation_short_name ? program_invocation_short_name : "program";
+  if (!ExpandOutputPath(g.config.out_template, g.pid, exe, g.cwd, out, cap)) return false;
+  sys::Line l(out + sys::StrLen(out), cap - sys::StrLen(out));
+  if ((g.descendant || exec_image) && !TemplateHasPid()) l.Char('.').U64(static_cast<uint64_t>(g.pid));
+  if (exec_image) l.Char('.').U64(g.image);
+  return sys::StrLen(out) + 2 < cap;
+}
+
+bool OpenLog() {
+  if (!TracePath(false, g.out_path, sizeof g.out_path)) {
+    sys::Log("GOTRACE_OUT is too long; tracing is off");
+    return false;
+  }
+  // The log sits next to the trace (same filesystem; tracewrap finds it after
+  // a crash). Created exclusively, 0600, close-on-exec (H16).
+  for (unsigned n = 0; n < 100; ++n) {
+    sys::Line l(g.log_path, sizeof g.log_path);
+    l.Str(g.out_path);
+    if (n > 0) l.Char('.').U64(n);
+    l.Str(".gtlog");
+    const long fd = sys::OpenAt(-100, g.log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd == -EEXIST) continue;
+    if (fd < 0) {
+      char buf[1400];
+      sys::Line m(buf, sizeof buf);
+      m.Str("cannot create ").Str(g.log_path).Str(" (").Str(strerrordesc_np(static_cast<int>(-fd)));
+      m.Str("); tracing is off");
+      sys::Log(m.c_str());
+      return false;
+    }
+    // Keep our descriptor out of the range programs close or dup2 over (H27).
+    const long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 512);
+    if (high >= 0) {
+      sys::Close(static_cast<int>(fd));
+      g.log_fd = static_cast<int>(high);
+    } else {
+      g.log_fd = static_cast<int>(fd);
+    }
+    return true;
+  }
+  sys::Log("cannot find a free name for the event log; tracing is off");
+  return false;
+}
+
+// The log's file header, written again as the frequency estimate improves.
+void WriteHeader() {
+  log::FileHeader h;
+  log::InitFileHeader(&h, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns), g.start_ticks,
+                      static_cast<uint32_t>(g.pid), static_cast<uint32_t>(sys::GetPPid()),
+                      g.ncpus);
+  h.start_ns = g.start_ns;
+  (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
+}
+
+// A new log for this process image (start, fork child, failed exec).
+bool StartLog() {
+  g.start_ns = sys::MonotonicNs();
+  g.start_ticks = sys::Ticks();
+  if (!OpenLog()) return false;
+  ResetLogState();
+  WriteHeader();
+  ProcInit(g.start_ticks);
+  ModulesReset();
+  g.phase.store(Phase::kReady, std::memory_order_release);
+  RescanModules(false);
+  return true;
+}
+
+// --- Final flush and encode ----------------------------------------------------
+
+// Flushes everything recorded (threads may still be running) and ends the
+// log. Async-signal-safe when `in_signal_handler`: raw system calls, no
+// locks waited for, no allocation. Returns whether the log holds more than
+// the threads' start records (a fork child that only exec'd does not).
+bool FlushEverything(bool in_signal_handler) {
+  const uint64_t spilled_before = g.chunks_written.load(std::memory_order_relaxed);
+  // Let in-flight spills finish (bounded: a pwrite of one chunk).
+  for (int i = 0; i < 20000 && g.writers.load(std::memory_order_seq_cst) != 0; ++i)
+    sys::Syscall6(SYS_sched_yield);
+  uint64_t records = 0, threads = 0;
+  const uint32_t used = PoolUsed();
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadRec* r = PoolSlot(i);
+    if (r->in_use.load(std::memory_order_acquire) == 0) continue;
+    ++threads;
+    records += SnapshotRec(r, g_final_scratch, sizeof g_final_scratch, false, true);
+  }
+  {
+    ProcLock lock{ProcLock::Try{}};
+    if (!lock.held() && !in_signal_handler) {
+      ProcLock wait;  // not in a handler: the holder is another thread, finishing soon
+    }
+    if (lock.held() || !in_signal_handler) {
+      if (!in_signal_handler) RescanLocked(false, false, true);  // dl_iterate_phdr is not AS-safe
+      ProcReserve(128, true);
+      AppendClockSync(&ProcWriter(), sys::CurrentCpu());
+      const Tick end = sys::Ticks();
+      ProcFlush(true);  // everything but the end record
+      ProcWriter().TraceEnd(end, 0, g.records_dropped.load(), g.chunks_dropped.load(),
+                            g.chunks_written.load());
+      ProcFlush(true);
+    }
+  }
+  WriteHeader();
+  return spilled_before > 0 || records > threads;
+}
+
+// Loads libgotrace_encode.so (only now) and writes the trace.
+void EncodeNow(const char* out_path, bool announce) {
+  const Tick t0 = sys::Ticks();
+  char so[1200];
+  sys::Line l(so, sizeof so);
+  l.Str(g.self_path).Str("/libgotrace_encode.so");
+  void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);  // libc's: we do not interpose dlopen
+  auto fn = h ? reinterpret_cast<decltype(&gotrace_encode_v1)>(dlsym(h, "gotrace_encode_v1"))
+              : nullptr;
+  if (fn == nullptr) {
+    char buf[2048];
+    sys::Line m(buf, sizeof buf);
+    m.Str("cannot load ").Str(so).Str(" (").Str(h ? "no entry point" : dlerror());
+    m.Str("); the event log is kept: gotrace encode ").Str(g.log_path).Str(" -o ").Str(out_path);
+    sys::Log(m.c_str());
+    return;
+  }
+  GotraceEncodeRequest req{};
+  req.version = kGotraceEncodeApiVersion;
+  req.log_path = g.log_path;
+  req.out_path = out_path;
+  req.block_threshold_ns = g.config.block_threshold_ns;
+  req.offline = 1;
+  // Chunks that could not be written (a full disk) leave the log without
+  // its end: encode what is there; the gap was reported when it happened.
+  req.lenient = g.chunks_dropped.load(std::memory_order_relaxed) > 0 ? 1 : 0;
+  GotraceEncodeResult res{};
+  const int rc = fn(&req, &res);
+  const uint64_t ms100 = (sys::Ticks() - t0) * 100 /
+                         std::max<uint64_t>(1, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns));
+  char buf[4096];
+  sys::Line m(buf, sizeof buf);
+  if (rc != 0) {
+    m.Str("could not write the trace: ").Str(res.error).Str("; the event log is kept: ");
+    m.Str(req.lenient ? "gotrace recover " : "gotrace encode ").Str(g.log_path).Str(" -o ").Str(out_path);
+    sys::Log(m.c_str());
+    return;
+  }
+  if (!g.config.keep_log) sys::Unlink(g.log_path);
+  if (g.config.quiet || !announce) return;
+  // Show the path relative to the directory the program started in.
+  const char* shown = res.path;
+  const size_t cl = sys::StrLen(g.cwd);
+  bool under = cl > 0;
+  for (size_t i = 0; i < cl && under; ++i) under = res.path[i] == g.cwd[i];
+  if (under && res.path[cl] == '/') shown = res.path + cl + 1;
+  m.Str("wrote ").Str(shown).Str(" (").Grouped(res.threads).Str(res.threads == 1 ? " thread, " : " threads, ");
+  m.Grouped(res.events).Str(" events, ").Bytes(res.bytes).Str(") in ").Fixed(ms100);
+  m.Str(" s; view with: go tool trace ").Str(shown);
+  sys::Log(m.c_str());
+  if (res.dropped_records > 0 || g.chunks_dropped.load() > 0) {
+    char b2[256];
+    sys::Line d(b2, sizeof b2);
+    d.Str("the trace has gaps: ").Grouped(res.dropped_records).Str(" records and ");
+    d.Grouped(g.chunks_dropped.load()).Str(" chunks dropped (the log could not be written)");
+    sys::Log(d.c_str());
+  }
+}
+
+struct EncodeJob {
+  const char* out_path;
+  bool announce;
+};
+
+void* EncodeThread(void* p) {
+  t_state.depth += kTracerDepth;  // never traced
+  const auto* job = static_cast<const EncodeJob*>(p);
+  EncodeNow(job->out_path, job->announce);
+  return nullptr;
+}
+
+// The encoder (libdw, the scheduling model) needs more stack than the thread
+// that happens to end the process may have: a worker with a 64 KiB stack may
+// call exit(), and glibc runs exit(0) on the last thread's stack, which may
+// be the flusher's. So the encode gets a thread of its own, with all signals
+// blocked; inline only if that thread cannot be made.
+void EncodeInProcess(const char* out_path, bool announce) {
+  EncodeJob job{out_path, announce};
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_t t;
+  bool made = pthread_attr_init(&attr) == 0;
+  if (made) {
+    pthread_attr_setstacksize(&attr, 16u << 20);  // reserved, touched only as used
+    made = GT_REAL(pthread_create)(&t, &attr, EncodeThread, &job) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (made) {
+    GT_REAL(pthread_join)(t, nullptr);
+  } else {
+    EncodeNow(out_path, announce);
+  }
+}
+
+// Ends this image's trace. `for_exec`: the image is about to exec another.
+void Finalize(bool for_exec) {
+  if (sys::GetPid() != g.pid) return;  // a vfork child: the memory is the parent's
+  // The heap's last sample, while this thread may still record (_exit and
+  // exec do not run the heap's own atexit handler; a second call after it
+  // records nothing new). Not from a signal handler: see CrashFlush.
+  if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) FinishHeap();
+  Phase expected = Phase::kReady;
+  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
+    return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  const bool events = FlushEverything(false);
+  if (!events && (for_exec || g.descendant)) {
+    // A child that only exec'd or exited (a fork on its way to exec, a
+    // failed exec's _exit): nothing worth a file of its own.
+    sys::Unlink(g.log_path);
+    return;
+  }
+  char out[1100];
+  if (for_exec) {
+    if (!TracePath(true, out, sizeof out)) return;
+  } else {
+    sys::Line(out, sizeof out).Str(g.out_path);
+  }
+  // Only the root's last image speaks; tracewrap lists the others.
+  EncodeInProcess(out, !g.descendant && !for_exec);
+}
+
+// --- Crashes ------------------------------------------------------------------------
+
+bool IsCrashSignal(int sig) {
+  for (int s : kCrashSignals)
+    if (s == sig) return true;
+  return false;
+}
+
+bool IsTermSignal(int sig) {
+  for (int s : kTermSignals)
+    if (s == sig) return true;
+  return false;
+}
+
+// Runs `gotrace encode --lenient --offline LOG -o OUT` in a new process and
+// waits for it (bounded). Async-signal-safe: raw fork and execve.
+bool EncodeInChild() {
+  if (g_gotrace_bin[0] == '\0') return false;
+  char out[1100];
+  sys::Line(out, sizeof out).Str(g.out_path);
+  const char* argv[] = {g_gotrace_bin, "recover", "--offline", "--fast-symbols", "--quiet",
+                        g.log_path,    "-o",      out,         nullptr};
+  const char* envp[] = {"GOTRACE_DISABLE=1", nullptr};
+  const long pid = sys::Syscall6(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) return false;
+  if (pid == 0) {
+    sys::Syscall6(SYS_execve, reinterpret_cast<long>(g_gotrace_bin), reinterpret_cast<long>(argv),
+                  reinterpret_cast<long>(envp));
+    sys::Syscall6(SYS_exit_group, 127);
+  }
+  int status = 0;
+  for (int waited_ms = 0; waited_ms < 60000; waited_ms += 10) {
+    const long r = sys::Syscall6(SYS_wait4, pid, reinterpret_cast<long>(&status), WNOHANG, 0);
+    if (r == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (r < 0 && r != -EINTR) return false;
+    const struct timespec ten_ms = {0, 10'000'000};
+    sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&ten_ms), 0);
+  }
+  sys::Syscall6(SYS_kill, pid, SIGKILL);
+  sys::Syscall6(SYS_wait4, pid, 0, 0, 0);
+  return false;
+}
+
+void CrashFlush(int sig) {
+  Phase expected = Phase::kReady;
+  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
+    return;
+  t_state.depth += kTracerDepth;
+  FlushEverything(true);
+  char buf[1400];
+  sys::Line m(buf, sizeof buf);
+  const bool crash = IsCrashSignal(sig);
+  m.Str(crash ? "the program crashed (signal " : "the program was ended by signal ");
+  m.U64(static_cast<uint64_t>(sig));
+  if (!crash) m.Str(" (").Str(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+  if (EncodeInChild()) {
+    sys::Unlink(g.log_path);
+    if (!g.config.quiet && !g.descendant) {
+      m.Str("); wrote ").Str(g.out_path).Str(crash ? " from the events up to the crash" : "");
+      sys::Log(m.c_str());
+    }
+  } else {
+    m.Str("); make the trace with: gotrace recover ").Str(g.log_path).Str(" -o ").Str(g.out_path);
+    sys::Log(m.c_str());
+  }
+  t_state.depth -= kTracerDepth;
+}
+
+void InstallCrashHandler(int sig, const struct sigaction& app);
+
+void CrashHandler(int sig, siginfo_t* info, void* uc) {
+  const int saved_errno = errno;
+  if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
+  g_in_crash.store(0);
+  struct sigaction app = g_app_action[sig];
+  if (app.sa_flags & SA_RESETHAND) g_app_action[sig].sa_handler = SIG_DFL;
+  if (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN) {
+    // As untraced: the kernel's action. A fault re-executes the instruction
+    // and meets the restored action; a sent signal is sent again.
+    struct sigaction dfl {};
+    dfl.sa_handler = app.sa_handler;
+    GT_REAL(sigaction)(sig, &dfl, nullptr);
+    if (info == nullptr || info->si_code <= 0 || sig == SIGABRT)
+      sys::Syscall6(SYS_tgkill, sys::GetPid(), sys::GetTid(), sig);
+  } else if (app.sa_flags & SA_SIGINFO) {
+    app.sa_sigaction(sig, info, uc);
+  } else {
+    app.sa_handler(sig);
+  }
+  errno = saved_errno;
+}
+
+// The kernel-level action for a crash signal: our handler, with the mask and
+// flags the program chose (SA_ONSTACK matters for stack overflows).
+void InstallCrashHandler(int sig, const struct sigaction& app) {
+  struct sigaction ours {};
+  ours.sa_sigaction = CrashHandler;
+  ours.sa_mask = app.sa_mask;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK | (app.sa_flags & (SA_NODEFER | SA_RESTART));
+  GT_REAL(sigaction)(sig, &ours, nullptr);
+}
+
+// A termination signal the program left at SIG_DFL: write the trace, then
+// die of the signal as untraced (it is blocked while we run, unless the
+// program asked for SA_NODEFER, so the re-sent one is delivered on return,
+// to the default action).
+void TermHandler(int sig, siginfo_t*, void*) {
+  const int saved_errno = errno;
+  if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  GT_REAL(sigaction)(sig, &dfl, nullptr);
+  sys::Syscall6(SYS_tgkill, sys::GetPid(), sys::GetTid(), sig);
+  errno = saved_errno;
+}
+
+// The kernel-level action for a termination signal: ours while the program
+// has SIG_DFL, else exactly the program's.
+int InstallTermAction(int sig, const struct sigaction& app) {
+  if (app.sa_handler != SIG_DFL || (app.sa_flags & SA_SIGINFO) != 0)
+    return GT_REAL(sigaction)(sig, &app, nullptr);
+  struct sigaction ours {};
+  ours.sa_sigaction = TermHandler;
+  ours.sa_mask = app.sa_mask;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  return GT_REAL(sigaction)(sig, &ours, nullptr);
+}
+
+void InstallCrashHandlers() {
+  for (int sig : kCrashSignals) {
+    struct sigaction old {};
+    if (GT_REAL(sigaction)(sig, nullptr, &old) != 0) continue;
+    g_app_action[sig] = old;
+    InstallCrashHandler(sig, old);
+  }
+  for (int sig : kTermSignals) {
+    struct sigaction old {};
+    if (GT_REAL(sigaction)(sig, nullptr, &old) != 0) continue;
+    g_app_action[sig] = old;
+    InstallTermAction(sig, old);
+  }
+  g_crash_handlers = true;
+}
+
+void FindGotraceBinary() {
+  // Next to the library (the build tree) or in ../bin (an install).
+  for (const char* rel : {"/gotrace", "/../bin/gotrace"}) {
+    sys::Line l(g_gotrace_bin, sizeof g_gotrace_bin);
+    l.Str(g.self_path).Str(rel);
+    if (sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g_gotrace_bin), X_OK, 0) == 0)
+      return;
+  }
+  g_gotrace_bin[0] = '\0';
+}
+
+// --- The flusher ---------------------------------------------------------------------
+// Writes snapshots of threads that have not recorded for a while (idle or
+// blocked: their owners write nothing) and of the process stream, and
+// refreshes the log header's clock. G13: all signals blocked, never traced,
+// never joined.
+
+// A counted thread ended (its g_live_key destructor), or will never be
+// counted. The last one wakes the flusher, which then ends.
+void AppThreadEnded(void*) {
+  if (g.app_threads.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    g_flusher_retired.store(true, std::memory_order_release);
+    sys::Syscall6(SYS_futex, reinterpret_cast<long>(&g.app_threads), FUTEX_WAKE_PRIVATE, 1);
+  }
+}
+
+// Sleeps one flush interval, or less if the program's last thread ends.
+// False: it has ended (the flusher must end too).
+bool FlusherNap(uint64_t interval_ns) {
+  const uint64_t deadline = sys::MonotonicNs() + interval_ns;
+  for (;;) {
+    const int live = g.app_threads.load(std::memory_order_acquire);
+    if (live <= 0 || g_flusher_retired.load(std::memory_order_acquire)) return false;
+    const uint64_t now = sys::MonotonicNs();
+    if (now >= deadline) return true;
+    const struct timespec left = {static_cast<time_t>((deadline - now) / 1'000'000'000ull),
+                                  static_cast<long>((deadline - now) % 1'000'000'000ull)};
+    // Woken by the last thread's end (AppThreadEnded); returns at once if
+    // the count moved meanwhile, and the loop looks again.
+    sys::Syscall6(SYS_futex, reinterpret_cast<long>(&g.app_threads), FUTEX_WAIT_PRIVATE, live,
+                  reinterpret_cast<long>(&left));
+  }
+}
+
+void* FlusherMain(void*) {
+  t_state.depth += kTracerDepth;  // never traced
+  const uint64_t interval_ns = g.config.flush_ms * 1'000'000ull;
+  const int my_pid = g.pid;
+  for (;;) {
+    // When the program's threads are all gone (the main thread ended with
+    // pthread_exit, then the others), this thread must not keep the process
+    // alive: glibc exits the process when its last thread ends, which may
+    // then be this one (the exit handlers then run here).
+    if (!FlusherNap(interval_ns)) break;
+    if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.pid != my_pid) break;
+    const Tick now = sys::Ticks();
+    const uint32_t used = PoolUsed();
+    for (uint32_t i = 0; i < used; ++i) {
+      ThreadRec* r = PoolSlot(i);
+      if (r->in_use.load(std::memory_order_acquire) == 0) continue;
+      const uint32_t committed = r->committed.load(std::memory_order_acquire);
+      const uint32_t gen = r->chunk_gen.load(std::memory_order_acquire);
+      const bool changed = committed != r->snap_committed || gen != r->snap_gen;
+      const bool idle = now - r->chunk_base.load(std::memory_order_relaxed) > g.flush_ticks;
+      if (!changed || !idle || committed == 0) continue;
+      if (SnapshotRec(r, g_flusher_scratch, sizeof g_flusher_scratch, true, false) > 0) {
+        r->snap_committed = committed;
+        r->snap_gen = gen;
+      }
+    }
+    {
+      ProcLock lock{ProcLock::Try{}};
+      if (lock.held() && !ProcWriter().empty()) {
+        const log::SealedChunk c =
+            ProcWriter().Seal(log::kProcessSerial, 0, ProcSeq(), log::kChunkSnapshot);
+        WriteChunk(c, false);
+      }
+    }
+    WriteHeader();
+  }
+  g_flusher_running.store(false);
+  return nullptr;
+}
+
+void StartFlusher() {
+  if (g.config.flush_ms == 0 || !g_live_key_ok || g_flusher_retired.load()) return;
+  if (g_flusher_running.exchange(true)) return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // The exit handlers may run on this stack (see FlusherMain); the encode
+  // itself gets a thread of its own (EncodeInProcess).
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  pthread_t t;
+  if (GT_REAL(pthread_create)(&t, &attr, FlusherMain, nullptr) == 0)
+    pthread_setname_np(t, "gotrace-flush");
+  else
+    g_flusher_running.store(false);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// --- fork, exit -----------------------------------------------------------------------
+
+void AtExit() { Finalize(false); }
+
+// H12/H13: the child of a fork holds copies of the parent's buffers and its
+// log descriptor; it must never write them. With GOTRACE_FOLLOW (default),
+// it starts a log of its own; the flusher (a thread, lost in the fork) is
+// restarted lazily by the first spill.
+void AtForkChild() {
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
+  g.phase.store(Phase::kDisabled, std::memory_order_release);
+  sys::Close(g.log_fd);  // the parent's
+  g.log_fd = -1;
+  g_flusher_running.store(false);
+  if (!g.config.follow) return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  g.pid = sys::GetPid();
+  g.descendant = true;
+  g.image = 0;
+  // One thread now: this one, counted whether or not it was before.
+  g.app_threads.store(1, std::memory_order_relaxed);
+  g_flusher_retired.store(false);
+  if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
+  PoolResetForChild();
+  if (!DepotInit() || !StartLog()) return;
+  RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
+                            log::kThreadMain | log::kThreadExisted);
+}
+
+// Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n") from the environment.
+void ReadLineage() {
+  uint64_t v;
+  const char* root = getenv("GOTRACE_ROOT_PID");
+  g.root_pid = (root != nullptr && sys::ParseU64(root, &v)) ? static_cast<int>(v) : g.pid;
+  g.descendant = g.root_pid != g.pid;
+  g.image = 0;
+  if (const char* img = getenv("GOTRACE_IMAGE")) {
+    // Only an image exec'd by the same process (same pid) continues its count.
+    char pid_part[24] = {0};
+    size_t i = 0;
+    for (; img[i] != '\0' && img[i] != ':' && i + 1 < sizeof pid_part; ++i) pid_part[i] = img[i];
+    if (img[i] == ':' && sys::ParseU64(pid_part, &v) && static_cast<int>(v) == g.pid &&
+        sys::ParseU64(img + i + 1, &v)) {
+      g.image = static_cast<uint32_t>(v);
+    }
+  }
+}
+
+__attribute__((constructor(101))) void Init() {
+  if (g.phase.load() != Phase::kUninit) return;
+  TracerScope tracer;
+  // Keep our own handle on stderr, high and close-on-exec (H27).
+  const long err = sys::Fcntl(2, F_DUPFD_CLOEXEC, 513);
+  if (err >= 0) sys::g_log_fd = static_cast<int>(err);
+  ReadConfig(&g.config);
+  if (!g.config.enabled) {
+    g.phase.store(Phase::kDisabled);
+    return;
+  }
+  sys::InitClock();
+  g.pid = sys::GetPid();
+  ReadLineage();
+  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
+  g.ncpus = nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
+  if (sys::Getcwd(g.cwd, sizeof g.cwd) < 0) g.cwd[0] = '\0';
+  const char* missing = nullptr;
+  if (!real::ResolveAll(&missing)) {
+    char buf[256];
+    sys::Line l(buf, sizeof buf);
+    l.Str("the C library lacks ").Str(missing);
+    Disable(buf);
+    return;
+  }
+  FindSelf();
+  FindGotraceBinary();
+  if (!PoolInit(g.config.buffer_kb) || !DepotInit()) {
+    Disable("cannot reserve memory for the tracer");
+    return;
+  }
+  if (!KeyCreate()) {
+    Disable("cannot create a thread-specific key");
+    return;
+  }
+  // Without this key the flusher could not tell when the program's threads
+  // are gone; it is then not started (crash recovery loses its snapshots).
+  g_live_key_ok = pthread_key_create(&g_live_key, AppThreadEnded) == 0;
+  if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
+  if (!StartLog()) {
+    g.phase.store(Phase::kDisabled);
+    return;
+  }
+  // System calls shorter than 1 us (or the block threshold, if lower) record
+  // no stack. The frequency estimate is rough this early; these are
+  // thresholds.
+  const uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
+  g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
+  if (g.config.flush_ms > 0) g.flush_ticks = tps / 1000 * g.config.flush_ms;
+  g.events = g.config.events;
+  // Registered early, so they run late: after the program's own atexit /
+  // at_quick_exit handlers and static destructors (H26).
+  atexit(AtExit);
+  at_quick_exit(AtExit);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
+  if (g.config.crash) InstallCrashHandlers();
+  StartFlusher();
+}
+
+__attribute__((destructor(101))) void Fini() { Finalize(false); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// For the interposers (preload/lifecycle.h)
+
+void FinishProcess() { Finalize(false); }
+
+bool IsVforkChild() {
+  return g.phase.load(std::memory_order_relaxed) == Phase::kReady && sys::GetPid() != g.pid;
+}
+
+void BeforeExec() { Finalize(true); }
+
+void AfterFailedExec() {
+  // The image lives on: trace it into a new log (its trace so far was
+  // written under the exec image's name).
+  if (g.phase.load(std::memory_order_acquire) != Phase::kShutdown || sys::GetPid() != g.pid) return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  ++g.image;
+  PoolResetForChild();
+  if (!DepotInit() || !StartLog()) return;
+  RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
+                            log::kThreadMain | log::kThreadExisted);
+  StartFlusher();
+}
+
+void MaybeStartFlusher() {
+  if (!g_flusher_running.load(std::memory_order_relaxed)) StartFlusher();
+}
+
+void AppThreadCreating() { g.app_threads.fetch_add(1, std::memory_order_acq_rel); }
+
+void AppThreadCreateFailed() { AppThreadEnded(nullptr); }
+
+void AppThreadStarted() {
+  if (g_live_key_ok) {
+    pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
+  } else {
+    AppThreadEnded(nullptr);  // no destructor will count its end: uncount it now
+  }
+}
+
+bool CrashSignalInterposed(int sig) {
+  return g_crash_handlers && sig > 0 && sig < kMaxSignal && (IsCrashSignal(sig) || IsTermSignal(sig));
+}
+
+int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  const struct sigaction before = g_app_action[sig];
+  if (act != nullptr) {
+    if (IsTermSignal(sig)) {
+      // The kernel checks the new action (and says EINVAL, EFAULT) itself.
+      if (InstallTermAction(sig, *act) != 0) return -1;
+    } else {
+      InstallCrashHandler(sig, *act);
+    }
+    g_app_action[sig] = *act;
+  }
+  if (old != nullptr) *old = before;
+  return 0;
+}
+
+namespace {
+bool StartsWith(const char* s, const char* prefix) {
+  while (*prefix != '\0' && *s == *prefix) {
+    ++s;
+    ++prefix;
+  }
+  return *prefix == '\0';
+}
+// Whether an LD_PRELOAD entry [b, e) names our library.
+bool IsOurLibrary(const char* b, const char* e) {
+  const char* base = b;
+  for (const char* p = b; p < e; ++p)
+    if (*p == '/') base = p + 1;
+  const char kName[] = "libgotrace.so";
+  return static_cast<size_t>(e - base) == sizeof kName - 1 &&
+         std::memcmp(base, kName, sizeof kName - 1) == 0;
+}
+}  // namespace
+
+bool ExecEnvironment(char* const* envp, ExecEnv* env) {
+  const bool follow = g.config.follow;
+  sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
+  sys::Line(env->image, sizeof env->image)
+      .Str("GOTRACE_IMAGE=").U64(static_cast<uint64_t>(g.pid)).Char(':').U64(g.image + 1);
+  size_t n = 0;
+  for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {
+    const char* e = envp[i];
+    if (StartsWith(e, "GOTRACE_ROOT_PID=") || StartsWith(e, "GOTRACE_IMAGE=")) continue;
+    if (n + 3 >= ExecEnv::kMax) return false;
+    if (!follow && StartsWith(e, "LD_PRELOAD=")) {
+      // GOTRACE_FOLLOW=0: the children run untraced; keep the user's other
+      // preloads (LD_PRELOAD is separated by colons or spaces, ld.so(8)).
+      sys::Line l(env->preload, sizeof env->preload);
+      l.Str("LD_PRELOAD=");
+      bool first = true;
+      for (const char* p = e + 11; *p != '\0';) {
+        const char* q = p;
+        while (*q != '\0' && *q != ':' && *q != ' ') ++q;
+        if (q > p && !IsOurLibrary(p, q)) {
+          if (!first) l.Char(':');
+          l.Str(p, static_cast<size_t>(q - p));
+          first = false;
+        }
+        p = *q != '\0' ? q + 1 : q;
+      }
+      env->ptrs[n++] = env->preload;
+      continue;
+    }
+    env->ptrs[n++] = const_cast<char*>(e);
+  }
+  if (follow) {
+    env->ptrs[n++] = env->root;
+    env->ptrs[n++] = env->image;
+  }
+  env->ptrs[n] = nullptr;
+  return true;
+}
+
+}  // namespace gotrace

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/lifecycle.h - what the lifecycle interposers call ---------===//
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+
+namespace gotrace {
+
+// _exit, _Exit: the final flush and encode (a vfork child passes through).
+void FinishProcess();
+// True in a vfork child (pid changed, memory shared): touch nothing (H14).
+bool IsVforkChild();
+// exec: finalize this image before the real call; start again if it fails.
+void BeforeExec();
+void AfterFailedExec();
+// The first spill of a forked child starts its flusher thread.
+void MaybeStartFlusher();
+// The program's threads: AppThreadCreating() before pthread_create (then
+// AppThreadCreateFailed() if it fails), AppThreadStarted() first thing in the
+// new thread. The count drops when a thread ends by any means (a
+// thread-specific key's destructor); at zero the flusher ends, so that
+// glibc's own count of threads reaches zero and the process exits.
+void AppThreadCreating();
+void AppThreadCreateFailed();
+void AppThreadStarted();
+
+// Crash signals: while our handlers are installed, the program's sigaction
+// and signal calls for these signals are kept for chaining instead of
+// replacing our handler.
+bool CrashSignalInterposed(int sig);
+int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old);
+
+// The environment for an exec'd or spawned child: the caller's, plus
+// GOTRACE_ROOT_PID and GOTRACE_IMAGE (so the child knows its name), or, with
+// GOTRACE_FOLLOW=0, without our library in LD_PRELOAD. Lives on the caller's
+// stack: safe in a vfork child. False if the environment is too large (the
+// caller then passes it unchanged).
+struct ExecEnv {
+  static constexpr size_t kMax = 4096;
+  char* ptrs[kMax];
+  char root[48];
+  char image[64];
+  char preload[4096];
+};
+bool ExecEnvironment(char* const* envp, ExecEnv* env);
+
+}  // namespace gotrace

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scenarios for the process lifecycle (issue 6): each mode does some traced
+// work in a function with a recognizable name, then leaves the process in a
+// particular way. lifecycle_test.cc runs them plain and traced and checks
+// that the trace is complete and valid and the program behaved the same.
+//
+//   lifecycle MODE [ARGS]
+//     exit-return | exit-exit | exit-_exit | exit-_Exit | exit-quick |
+//     exit-pthread | exit-abort          ways to end, a worker thread running
+//     blocked3                           exit() while 3 threads are blocked
+//     crash-segv | crash-abort           a worker thread crashes
+//     kill-self                          1 s of work, then SIGKILL to itself
+//     term-self | sigpipe | term-handled ended by SIGTERM (default action),
+//                                        by writing to a closed pipe, or
+//                                        SIGTERM caught by the program
+//     fork-threads                       fork while a thread records; the
+//                                        child runs threads of its own; also
+//                                        vfork+exec and posix_spawn
+//     short-threads N                    N short-lived threads, 8 at a time
+//     fd-closer                          closes every descriptor (close,
+//                                        closefrom, close_range), dup2s over
+//                                        the high ones, chdirs, then works
+//     exec-fail                          a failing execve, then more work
+//     steady SECONDS RATE                about RATE recorded sleeps per
+//                                        second for SECONDS; prints the count
+//                                        and the RSS after 1 s and at the end
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char** environ;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static volatile int stop;
+
+// A condition wait with a timeout: a GoBlockCond whose stack names the
+// caller, so tests find it in `-pprof=sync`.
+__attribute__((noinline)) static void timed_wait_us(long us) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += us * 1000;
+  while (ts.tv_nsec >= 1000000000L) {
+    ts.tv_nsec -= 1000000000L;
+    ts.tv_sec++;
+  }
+  pthread_mutex_lock(&mu);
+  pthread_cond_timedwait(&cv, &mu, &ts);
+  pthread_mutex_unlock(&mu);
+}
+
+__attribute__((noinline)) static void marker_before_exit(void) { timed_wait_us(500); }
+__attribute__((noinline)) static void marker_in_worker(void) { timed_wait_us(500); }
+__attribute__((noinline)) static void marker_after_fork(void) { timed_wait_us(500); }
+__attribute__((noinline)) static void marker_after_close(void) { timed_wait_us(500); }
+__attribute__((noinline)) static void marker_after_failed_exec(void) { timed_wait_us(500); }
+__attribute__((noinline)) static void marker_before_crash(void) { timed_wait_us(500); }
+__attribute__((noinline)) static void marker_before_kill(void) { timed_wait_us(500); }
+
+static void* busy_worker(void* arg) {
+  (void)arg;
+  while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) marker_in_worker();
+  return NULL;
+}
+
+static void no_core_dumps(void) {
+  // The crash modes must not leave core files wherever the test runs.
+  struct rlimit r = {0, 0};
+  setrlimit(RLIMIT_CORE, &r);
+}
+
+// quick_exit flushes no stdio buffers: write directly.
+static void at_quick_exit_handler(void) {
+  static const char msg[] = "quick_exit handler\n";
+  ssize_t n = write(1, msg, sizeof msg - 1);
+  (void)n;
+}
+
+static int exit_mode(const char* how) {
+  pthread_t t;
+  pthread_create(&t, NULL, busy_worker, NULL);
+  for (int i = 0; i < 10; i++) marker_before_exit();
+  printf("leaving by %s\n", how);
+  fflush(stdout);
+  if (strcmp(how, "return") == 0) return 3;
+  if (strcmp(how, "exit") == 0) exit(4);
+  if (strcmp(how, "_exit") == 0) _exit(5);
+  if (strcmp(how, "_Exit") == 0) _Exit(6);
+  if (strcmp(how, "quick") == 0) {
+    at_quick_exit(at_quick_exit_handler);
+    quick_exit(7);
+  }
+  if (strcmp(how, "pthread") == 0) {
+    // The worker ends the process: it stops after 20 ms, then the last
+    // thread's exit ends the process with status 0.
+    usleep(20000);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    pthread_exit(NULL);
+  }
+  if (strcmp(how, "abort") == 0) {
+    no_core_dumps();
+    abort();
+  }
+  return 2;
+}
+
+static int blocked_pipe[2];
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+static volatile int started;
+
+__attribute__((noinline)) static void* blocked_in_cond(void* a) {
+  (void)a;
+  pthread_mutex_lock(&mu);
+  __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+  for (;;) pthread_cond_wait(&never, &mu);
+  return NULL;
+}
+__attribute__((noinline)) static void* blocked_in_mutex(void* a) {
+  (void)a;
+  __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&held);
+  return NULL;
+}
+__attribute__((noinline)) static void* blocked_in_read(void* a) {
+  (void)a;
+  char c;
+  __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+  ssize_t n = read(blocked_pipe[0], &c, 1);
+  (void)n;
+  return NULL;
+}
+
+static int blocked3(void) {
+  pthread_mutex_lock(&held);
+  if (pipe(blocked_pipe) != 0) return 1;
+  pthread_t t[3];
+  pthread_create(&t[0], NULL, blocked_in_cond, NULL);
+  pthread_create(&t[1], NULL, blocked_in_mutex, NULL);
+  pthread_create(&t[2], NULL, blocked_in_read, NULL);
+  while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < 3) usleep(1000);
+  usleep(30000);  // let the waits begin
+  printf("exiting with 3 threads blocked\n");
+  exit(0);
+}
+
+__attribute__((noinline)) static void crash_now(const char* how) {
+  if (strcmp(how, "segv") == 0) {
+    volatile int* p = (volatile int*)(uintptr_t)16;
+    *p = 1;
+  }
+  abort();
+}
+
+static const char* crash_how;
+static void* crashing_worker(void* a) {
+  (void)a;
+  for (int i = 0; i < 20; i++) marker_before_crash();
+  crash_now(crash_how);
+  return NULL;
+}
+
+static int crash_mode(const char* how) {
+  no_core_dumps();
+  crash_how = how;
+  printf("crashing by %s\n", how);
+  fflush(stdout);
+  pthread_t t[2];
+  pthread_create(&t[0], NULL, busy_worker, NULL);
+  pthread_create(&t[1], NULL, crashing_worker, NULL);
+  pthread_join(t[1], NULL);
+  return 0;  // not reached
+}
+
+static int kill_self(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, busy_worker, NULL);
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do {
+    marker_before_kill();
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 1000000000L);
+  printf("killing myself\n");
+  fflush(stdout);
+  kill(getpid(), SIGKILL);
+  return 1;
+}
+
+static volatile sig_atomic_t got_term;
+static void on_term(int sig) {
+  (void)sig;
+  got_term = 1;
+}
+
+static int signal_mode(const char* how) {
+  no_core_dumps();
+  pthread_t t;
+  pthread_create(&t, NULL, busy_worker, NULL);
+  for (int i = 0; i < 10; i++) marker_before_exit();
+  printf("ending by %s\n", how);
+  fflush(stdout);
+  if (strcmp(how, "sigpipe") == 0) {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    close(p[0]);
+    ssize_t n = write(p[1], "x", 1);  // SIGPIPE: the default action ends us
+    (void)n;
+    return 1;
+  }
+  if (strcmp(how, "term-handled") == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    struct sigaction back;
+    sigaction(SIGTERM, NULL, &back);
+    if (back.sa_handler != on_term) printf("sigaction does not report our handler\n");
+  } else {
+    struct sigaction back;
+    sigaction(SIGTERM, NULL, &back);
+    if (back.sa_handler != SIG_DFL) printf("sigaction does not report SIG_DFL\n");
+  }
+  kill(getpid(), SIGTERM);
+  for (int i = 0; i < 1000 && !got_term; i++) usleep(1000);
+  __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+  pthread_join(t, NULL);
+  printf("handled: %d\n", (int)got_term);
+  return 0;
+}
+
+// The child's threads: a short condvar ping-pong.
+static int turn;
+static void* child_pong(void* a) {
+  (void)a;
+  for (int i = 0; i < 20; i++) {
+    pthread_mutex_lock(&mu);
+    while (turn != 1) pthread_cond_wait(&cv, &mu);
+    turn = 0;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+  }
+  return NULL;
+}
+
+__attribute__((noinline)) static void child_work(void) {
+  marker_after_fork();
+  pthread_t t;
+  pthread_create(&t, NULL, child_pong, NULL);
+  for (int i = 0; i < 20; i++) {
+    pthread_mutex_lock(&mu);
+    turn = 1;
+    pthread_cond_broadcast(&cv);
+    while (turn != 0) pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+  }
+  pthread_join(t, NULL);
+}
+
+static int fork_threads(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, busy_worker, NULL);
+  for (int i = 0; i < 5; i++) marker_before_exit();
+  // The worker is recording while we fork (H12).
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    // Only this thread exists in the child; the mutex may have been held by
+    // the parent's worker at the fork, so start from fresh ones.
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cv = PTHREAD_COND_INITIALIZER;
+    mu = fresh;
+    cv = fresh_cv;
+    child_work();
+    printf("child %d done\n", 1);
+    fflush(stdout);
+    exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  // vfork + exec and posix_spawn (H14).
+  pid_t v = vfork();
+  if (v == 0) {
+    char* const argv[] = {"true", NULL};
+    execve("/bin/true", argv, environ);
+    _exit(127);
+  }
+  int vstatus = 0;
+  waitpid(v, &vstatus, 0);
+  pid_t s = 0;
+  char* const sargv[] = {"true", NULL};
+  int rc = posix_spawn(&s, "/bin/true", NULL, NULL, sargv, environ);
+  int sstatus = 0;
+  if (rc == 0) waitpid(s, &sstatus, 0);
+  __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+  pthread_join(t, NULL);
+  printf("fork child status %d, vfork %d, posix_spawn rc %d status %d\n", status, vstatus, rc,
+         sstatus);
+  return 0;
+}
+
+static pthread_mutex_t counter_mu = PTHREAD_MUTEX_INITIALIZER;
+static long counter;
+static void* short_lived(void* a) {
+  (void)a;
+  pthread_mutex_lock(&counter_mu);
+  counter++;
+  pthread_mutex_unlock(&counter_mu);
+  return NULL;
+}
+
+static int short_threads(int n) {
+  for (int done = 0; done < n;) {
+    pthread_t t[8];
+    int k = n - done < 8 ? n - done : 8;
+    for (int i = 0; i < k; i++)
+      if (pthread_create(&t[i], NULL, short_lived, NULL) != 0) return 1;
+    for (int i = 0; i < k; i++) pthread_join(t[i], NULL);
+    done += k;
+  }
+  printf("%ld threads ran\n", counter);
+  return 0;
+}
+
+static int fd_closer(void) {
+  // The classic daemon start: chdir to /, close everything, point 0-2 at
+  // /dev/null. Every way of closing, and dup2 over the high numbers where a
+  // tracer would keep its files.
+  if (chdir("/") != 0) return 1;
+  for (int fd = 3; fd < 1024; fd++) close(fd);
+  closefrom(3);
+  close_range(3, ~0U, 0);
+  int null = open("/dev/null", O_RDWR);
+  if (null < 0) return 1;
+  for (int fd = 500; fd < 1024; fd++) dup2(null, fd);
+  for (int fd = 500; fd < 1024; fd++) close(fd);
+  int out = dup(1);  // keep a way to report
+  dup2(null, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, busy_worker, NULL);
+  for (int i = 0; i < 10; i++) marker_after_close();
+  __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+  pthread_join(t, NULL);
+  dprintf(out, "daemon work done\n");
+  return 0;
+}
+
+static int exec_fail(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, busy_worker, NULL);
+  for (int i = 0; i < 3; i++) marker_before_exit();
+  char* const argv[] = {"nothing", NULL};
+  int rc = execve("/nonexistent/nothing", argv, environ);
+  int err = errno;
+  rc = execvp("no-such-command-anywhere", argv) == -1 ? rc : 0;
+  int err2 = errno;
+  for (int i = 0; i < 10; i++) marker_after_failed_exec();
+  __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+  pthread_join(t, NULL);
+  printf("execve returned %d errno %s, execvp errno %s\n", rc, strerrorname_np(err),
+         strerrorname_np(err2));
+  return 0;
+}
+
+// About `rate` recorded sleeps per second from 4 threads, paced against the
+// clock: a thread ahead of its schedule sleeps until its next one is due, a
+// thread behind catches up with zero-length sleeps (recorded all the same).
+static long steady_rate;
+static double steady_seconds;
+static void* steady_worker(void* a) {
+  (void)a;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  const double per_thread = steady_rate / 4.0 > 1 ? steady_rate / 4.0 : 1;
+  long done = 0;
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const double el = (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+    if (el >= steady_seconds) break;
+    struct timespec ts = {0, 0};
+    const double ahead = (done + 1) / per_thread - el;
+    if (ahead > 0) ts.tv_nsec = (long)(ahead * 1e9) % 1000000000L;
+    nanosleep(&ts, NULL);
+    done++;
+  }
+  return (void*)done;
+}
+
+// VmRSS of this process in KiB, or -1.
+static long rss_kib(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  fclose(f);
+  return kib;
+}
+
+static int steady(double seconds, long rate) {
+  steady_seconds = seconds;
+  steady_rate = rate;
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, steady_worker, NULL);
+  struct timespec one = {1, 0};
+  nanosleep(&one, NULL);
+  const long rss_1s = rss_kib();
+  long sleeps = 0;
+  for (int i = 0; i < 4; i++) {
+    void* r;
+    pthread_join(t[i], &r);
+    sleeps += (long)r;
+  }
+  // stderr: the plain and traced runs differ here.
+  fprintf(stderr, "sleeps %ld rss_kib_1s %ld rss_kib_end %ld\n", sleeps, rss_1s, rss_kib());
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: lifecycle MODE [ARGS]\n");
+    return 2;
+  }
+  const char* m = argv[1];
+  if (strncmp(m, "exit-", 5) == 0) return exit_mode(m + 5);
+  if (strcmp(m, "blocked3") == 0) return blocked3();
+  if (strncmp(m, "crash-", 6) == 0) return crash_mode(m + 6);
+  if (strcmp(m, "kill-self") == 0) return kill_self();
+  if (strcmp(m, "term-self") == 0 || strcmp(m, "sigpipe") == 0 || strcmp(m, "term-handled") == 0)
+    return signal_mode(m);
+  if (strcmp(m, "fork-threads") == 0) return fork_threads();
+  if (strcmp(m, "short-threads") == 0) return short_threads(argc > 2 ? atoi(argv[2]) : 2000);
+  if (strcmp(m, "fd-closer") == 0) return fd_closer();
+  if (strcmp(m, "exec-fail") == 0) return exec_fail();
+  if (strcmp(m, "steady") == 0)
+    return steady(argc > 2 ? atof(argv[2]) : 60, argc > 3 ? atol(argv[3]) : 100000);
+  fprintf(stderr, "lifecycle: unknown mode %s\n", m);
+  return 2;
+}
