@@ -678,7 +678,8 @@ __attribute__((constructor(101))) void Init() {
   at_quick_exit(AtExit);
   pthread_atfork(nullptr, nullptr, AtForkChild);
   if (g.config.crash) InstallCrashHandlers();
-  StartFlusher();
+  // No flusher yet: it starts with the program's second thread
+  // (MaybeStartFlusher).
 }
 
 __attribute__((destructor(101))) void Fini() { Finalize(false); }
@@ -707,14 +708,29 @@ void AfterFailedExec() {
   if (!DepotInit() || !StartLog()) return;
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                             log::kThreadMain | log::kThreadExisted);
-  StartFlusher();
+  MaybeStartFlusher();
 }
 
+// The flusher is a thread, and a second thread changes a program: glibc
+// drops its single-threaded fast paths (a mutex unlock after a condition
+// wait becomes a futex system call: +400 ns; an uncontended lock/unlock pair
+// +5 ns), and tools that count threads see one more. So a single-threaded
+// program never gets one: its thread writes chunks older than
+// GOTRACE_FLUSH_MS itself whenever it records (SpillIfOld), so a kill loses
+// what it recorded in the last interval before it stopped recording. The
+// flusher starts when the program creates its second thread (or an exec'd
+// image or fork child has more than one).
 void MaybeStartFlusher() {
-  if (!g_flusher_running.load(std::memory_order_relaxed)) StartFlusher();
+  if (!g_flusher_running.load(std::memory_order_relaxed) &&
+      g.app_threads.load(std::memory_order_relaxed) > 1) {
+    StartFlusher();
+  }
 }
 
-void AppThreadCreating() { g.app_threads.fetch_add(1, std::memory_order_acq_rel); }
+void AppThreadCreating() {
+  g.app_threads.fetch_add(1, std::memory_order_acq_rel);
+  MaybeStartFlusher();
+}
 
 void AppThreadCreateFailed() { AppThreadEnded(nullptr); }
 
