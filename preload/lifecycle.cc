@@ -48,6 +48,7 @@
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
+#include "unwind/libunwind_unwind.h"
 
 namespace gotrace {
 
@@ -656,6 +657,18 @@ __attribute__((constructor(101))) void Init() {
   if (!KeyCreate()) {
     Disable("cannot create a thread-specific key");
     return;
+  }
+  if (g.config.unwind == UnwindMode::kLibunwind) {
+    // dlopen, its mallocs and libunwind's first walk: inside TracerScope,
+    // before any thread records (unwind/libunwind_unwind.h).
+    const char* why = nullptr;
+    if (!unwind::LibunwindInit(&why)) {
+      char buf[256];
+      sys::Line l(buf, sizeof buf);
+      l.Str("GOTRACE_UNWIND=libunwind: ").Str(why).Str("; using frame pointers");
+      sys::Log(l.c_str());
+      g.config.unwind = UnwindMode::kFp;
+    }
   }
   // Without this key the flusher could not tell when the program's threads
   // are gone; it is then not started (crash recovery loses its snapshots).

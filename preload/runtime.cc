@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -24,6 +25,7 @@
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
 #include "unwind/fp_unwind.h"
+#include "unwind/libunwind_unwind.h"
 #include "unwind/stack_depot.h"
 
 extern "C" void* __libc_stack_end;  // ld.so: the initial stack pointer
@@ -208,10 +210,14 @@ struct Module {
   uintptr_t bias = 0, lo = 0, hi = 0;
   bool seen = false;
   std::atomic<bool> alive{false};
+  std::atomic<bool> walked{false};  // its code was in a captured stack
 };
 constexpr size_t kMaxModules = 4096;
 constinit Module g_modules[kMaxModules];
 std::atomic<size_t> g_nmodules{0};
+// A captured stack held a PC outside every known module (a library loaded
+// and not yet recorded): its unload must make libunwind forget too.
+std::atomic<bool> g_unknown_walked{false};
 unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 bool g_rescan_final = false;  // the rescan in progress is the exit path's
 
@@ -220,11 +226,16 @@ void ModulesReset() {
   g_seen_adds = g_seen_subs = ~0ull;
 }
 
+// Whether pc is in a known module, which is then marked as walked: libunwind
+// may now cache unwind rules of its code (LibunwindUnloaded when it goes).
 bool PcKnown(uintptr_t pc) {
   const size_t n = g_nmodules.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
-    const Module& m = g_modules[i];
-    if (pc >= m.lo && pc < m.hi && m.alive.load(std::memory_order_relaxed)) return true;
+    Module& m = g_modules[i];
+    if (pc >= m.lo && pc < m.hi && m.alive.load(std::memory_order_relaxed)) {
+      if (!m.walked.load(std::memory_order_relaxed)) m.walked.store(true, std::memory_order_relaxed);
+      return true;
+    }
   }
   return false;
 }
@@ -233,6 +244,7 @@ struct ScanState {
   bool only_if_changed;
   bool first = true;
   bool changed = false;
+  bool subs_changed = false;  // something was unloaded since the last scan
 };
 
 int OnModule(dl_phdr_info* info, size_t, void* arg) {
@@ -245,6 +257,7 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
     const bool same = info->dlpi_adds == g_seen_adds && info->dlpi_subs == g_seen_subs;
     if (same && scan->only_if_changed) return 1;
     scan->changed = !same;
+    scan->subs_changed = info->dlpi_subs != g_seen_subs && g_seen_subs != ~0ull;
     g_seen_adds = info->dlpi_adds;
     g_seen_subs = info->dlpi_subs;
   }
@@ -297,14 +310,23 @@ void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush) {
   dl_iterate_phdr(OnModule, &scan);
   if (only_if_changed && !scan.changed) return;
   if (after_unload) ++g.epoch;  // stacks captured from now on may differ
+  bool died = false, walked = false;
   for (size_t i = 0; i < g_nmodules.load(std::memory_order_relaxed); ++i) {
     Module& m = g_modules[i];
     if (m.alive.load(std::memory_order_relaxed) && !m.seen) {
       m.alive.store(false, std::memory_order_relaxed);
+      died = true;
+      walked = walked || m.walked.load(std::memory_order_relaxed);
       ProcReserve(log::ChunkWriter::VarRecordBound(40), g_rescan_final);
       g_proc_w.ModuleUnload(sys::Ticks(), 0, g.epoch.load(), m.lo, m.hi);
     }
   }
+  // Something was unloaded: libunwind must forget the unwind rules of its
+  // code before anything else is loaded there (no-op unless
+  // GOTRACE_UNWIND=libunwind). Also code never recorded as a module, if a
+  // stack walked a PC outside every known module meanwhile.
+  if (died || scan.subs_changed)
+    unwind::LibunwindUnloaded(walked || g_unknown_walked.exchange(false, std::memory_order_relaxed));
 }
 
 void ThreadKeyDestructor(void* v);
@@ -455,6 +477,10 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   r->seq = 0;
   r->inflight.kind.store(0, std::memory_order_relaxed);
   StackBoundsOf(r, (flags & log::kThreadMain) != 0);
+  // A new thread: libunwind's frame cache is its first walk's (slots are
+  // reused). Not prepared here (LibunwindPrepareThread): 256 KiB and ~0.1 ms
+  // for every thread, also those that never record a stack.
+  r->unw_gen = 0;
   r->w.Init(r->mem, r->mem_bytes);
   const Tick now = sys::Ticks();
   BeginChunk(r, now);
@@ -501,7 +527,7 @@ void FinishCurrentThread() {
 bool SpillSlow(ThreadRec* r) {
   TracerScope tracer;
   ErrnoGuard errno_guard;  // H31: clock_gettime, sched_getcpu
-  MaybeStartFlusher();     // a forked child's first spill
+  MaybeStartFlusher();     // a forked child's first spill (if it has threads)
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
     g.records_dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -517,12 +543,20 @@ bool SpillSlow(ThreadRec* r) {
 uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   if (g.config.unwind == UnwindMode::kNone) return 0;
   ThreadRec* r = s.rec();
-  uint64_t pcs[log::kMaxStackDepth];
+  // libunwind's walk starts here: room for our own frames.
+  constexpr size_t kOwnFrames = 8;
+  uint64_t pcs[log::kMaxStackDepth + kOwnFrames];
   const auto f = reinterpret_cast<uintptr_t>(frame);
   unwind::FpBounds b{f, r->stack_hi};
   size_t n;
   if (f >= r->stack_lo && f < r->stack_hi) {
-    n = unwind::FpUnwind(frame, b, pcs, g.config.depth);
+    // libunwind only on the thread's own stack: a hook on a sigaltstack runs
+    // in a signal handler (H17). It refuses (0) a thread whose cached unwind
+    // rules may be stale (a walked library was unloaded): frame pointers.
+    n = g.config.unwind == UnwindMode::kLibunwind
+            ? unwind::LibunwindBacktrace(pcs, g.config.depth + kOwnFrames, &r->unw_gen)
+            : 0;
+    if (n == 0) n = unwind::FpUnwind(frame, b, pcs, g.config.depth);
   } else {
     // Not on the thread's stack (sigaltstack, a fiber): only our own frame,
     // which we know is readable, gives the caller.
@@ -545,7 +579,7 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
       break;
     }
   }
-  const size_t k = n;
+  const size_t k = std::min<size_t>(n, g.config.depth);
   if (k == 0) return 0;
   const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
   StackCacheEntry& e = r->stack_cache[((p[0] >> 4) ^ (p[0] >> 11)) & (kStackCacheWays - 1)];
@@ -561,13 +595,19 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   if (fresh) {
     // A PC outside every known module: something was loaded (dlopen is not
     // interposed). Rescan if the loader's counters moved and nobody else is.
-    for (size_t i = 0; i < k; ++i) {
-      if (!PcKnown(p[i])) {
+    // Every walked PC (also those past the depth cut) marks its module as
+    // walked (PcKnown): libunwind may cache unwind rules of its code.
+    bool rescanned = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (PcKnown(p[i])) continue;
+      if (!rescanned) {
+        rescanned = true;
         ProcLock lock{ProcLock::Try{}};
         ErrnoGuard errno_guard;  // dl_iterate_phdr
         if (lock.held()) RescanLocked(false, true, false);
-        break;
+        if (PcKnown(p[i])) continue;
       }
+      g_unknown_walked.store(true, std::memory_order_relaxed);
     }
   }
   if (fresh && Reserve(r, log::ChunkWriter::StackDefBound(k))) {
@@ -663,10 +703,22 @@ void RecordHeap(uint64_t live_bytes) {
 
 bool IsTracerFd(int fd) {
   return fd >= 0 && (fd == __atomic_load_n(&g.log_fd, __ATOMIC_RELAXED) ||
-                     fd == __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED));
+                     fd == __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED) ||
+                     unwind::IsLibunwindFd(fd));
 }
 
 void ProtectFd(int fd) {
+  if (unwind::IsLibunwindFd(fd)) {
+    // libunwind keeps its pipe's numbers: it cannot be moved, so libunwind
+    // is not used from now on (unwind/libunwind_unwind.h).
+    unwind::LibunwindFdLost();
+    char buf[160];
+    sys::Line l(buf, sizeof buf);
+    l.Str("the program replaces descriptor ").U64(static_cast<uint64_t>(fd));
+    l.Str(", libunwind's: stacks use frame pointers from now on");
+    sys::Log(l.c_str());
+    return;
+  }
   if (!IsTracerFd(fd) || fd == 2) return;
   // Duplicate ours to another high number first, then switch: the program's
   // dup2 then closes the old number, which we no longer use.
@@ -677,9 +729,10 @@ void ProtectFd(int fd) {
 }
 
 int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real) {
-  int ours[2] = {__atomic_load_n(&g.log_fd, __ATOMIC_RELAXED),
-                 __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED)};
-  if (ours[0] > ours[1]) std::swap(ours[0], ours[1]);
+  int ours[4] = {__atomic_load_n(&g.log_fd, __ATOMIC_RELAXED),
+                 __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED), -1, -1};
+  unwind::LibunwindFds(ours + 2);  // libunwind's pipe, if it is loaded
+  std::sort(ours, ours + 4);
   unsigned from = lo;
   for (int fd : ours) {
     if (fd < 0 || static_cast<unsigned>(fd) < from || static_cast<unsigned>(fd) > hi) continue;

@@ -89,6 +89,7 @@ struct ThreadRec {
   uint32_t snap_gen = 0;
   InFlight inflight{};
   StackCacheEntry stack_cache[kStackCacheWays]{};
+  uint32_t unw_gen = 0;  // libunwind: this thread's frame cache generation (0: none)
   uint8_t* mem = nullptr;  // chunk memory
   size_t mem_bytes = 0;
 };
