@@ -172,11 +172,21 @@ TEST_CASE("stack depot: concurrent interning is consistent", "[unwind]") {
     });
   }
   for (auto& th : ts) th.join();
-  // After the first rounds every stack is published: all threads agree.
+  // After the first rounds every stack is published and found again. Threads
+  // may disagree only where an insert raced: a thread that found a slot
+  // still being filled (preempted mid-insert) inserted the stack again
+  // further on, and keeps finding its own copy while the other is busy.
+  // That takes a preemption inside a few instructions: rare.
+  int disagree = 0;
   for (int k = 0; k < kStacks; ++k) {
-    for (int t = 1; t < kThreads; ++t) CHECK(ids[t][k] == ids[0][k]);
-    CHECK(ids[0][k] != 0);
+    bool same = true;
+    for (int t = 0; t < kThreads; ++t) {
+      CHECK(ids[t][k] != 0);
+      same = same && ids[t][k] == ids[0][k];
+    }
+    disagree += same ? 0 : 1;
   }
+  CHECK(disagree <= 64);
   // A racing insert may give a stack a second id, never more than a few.
   CHECK(d.size() >= static_cast<uint32_t>(kStacks));
   CHECK(d.size() <= static_cast<uint32_t>(kStacks) + 64);
