@@ -80,7 +80,11 @@ const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
       auto [owner, fresh] = pc_owner_.try_emplace(pc, fk);
       if (fresh || owner->second == fk) f.pc = pc;
     }
-    if (f.pc == 0) f.pc = next_synthetic_pc_++;
+    if (f.pc == 0) {
+      auto [syn, fresh] = synthetic_pc_.try_emplace(fk, 0);
+      if (fresh) syn->second = next_synthetic_pc_++;
+      f.pc = syn->second;
+    }
     out.push_back(f);
   }
   return out;

@@ -81,6 +81,12 @@ class StackTable {
     uint64_t func, file, line;
     bool operator==(const FrameKey&) const = default;
   };
+  struct FrameKeyHash {
+    size_t operator()(const FrameKey& k) const {
+      return std::hash<uint64_t>()(k.func * 0x9e3779b97f4a7c15ull ^ k.file * 0xbf58476d1ce4e5b9ull ^
+                                   k.line);
+    }
+  };
   struct Expanded {
     std::vector<GoFrame> frames;
   };
@@ -97,6 +103,10 @@ class StackTable {
   // Symbolization caches (WriteAll only).
   std::unordered_map<std::string, Expanded> expanded_;
   std::unordered_map<uint64_t, FrameKey> pc_owner_;
+  // One synthetic PC per distinct frame (DESIGN.md §5): an inlined frame, or
+  // a frame whose real PC another frame owns (a library unloaded and another
+  // loaded at its addresses), gets the same PC wherever it appears again.
+  std::unordered_map<FrameKey, uint64_t, FrameKeyHash> synthetic_pc_;
   uint64_t next_synthetic_pc_ = uint64_t{1} << 47;
 };
 

@@ -398,35 +398,11 @@ TEST_CASE("stack records are cut to 128 frames and 2048 payload bytes", "[encode
   CHECK(w.Stack(0, frames) == 0);  // id 0 means "no stack"
 }
 
-TEST_CASE("stack table: every distinct frame gets a distinct PC", "[encoder][stacks]") {
-  StackTable st(1);
-  st.Define(0, 1, 0, {0x3011, 0x2005});   // lock <- worker
-  st.Define(0, 2, 0, {0x3011, 0xd111});   // lock <- Queue::Pop (inlined) <- consumer
-  st.Define(0, 3, 0, {0xd111});
-  CHECK(st.Ref(0, 1) == 1);
-  CHECK(st.Ref(0, 2) == 2);
-  CHECK(st.Ref(0, 1) == 1);
-  CHECK(st.Ref(0, 3) == 3);
-  CHECK(st.Ref(0, 0) == 0);
-  CHECK(st.Ref(0, 99) == 4);  // referenced, never defined
-  const uint64_t start = st.StartStack(0, 0x2000, 1, "thread");
-  CHECK(start == 5);
-  CHECK(st.StartStack(0, 0x2000, 1, "thread") == start);
-  CHECK(st.StartStack(0, 0, 0, "main") == 6);
-
-  MemorySink sink;
-  GoTraceWriter w(&sink, 1, 1000);
-  auto fake = testing::StandardFakeSymbolizer()(log::LogFile{});
-  StackStats stats;
-  st.WriteAll(&w, {fake.get()}, &stats);
-  CHECK(stats.stacks == 5);
-  CHECK(stats.undefined == 1);
-  REQUIRE(w.Finish(1).ok());
-
-  // Parse the stack records back: (id, [(pc, func, file, line)]).
+// The stack records of a trace, parsed back: id -> [(pc, func, file, line)];
+// `strings` gets the string table.
+std::map<uint64_t, std::vector<GoFrame>> ParseStacks(const std::vector<uint8_t>& b,
+                                                     std::map<uint64_t, std::string>* strings) {
   std::map<uint64_t, std::vector<GoFrame>> got;
-  std::map<uint64_t, std::string> strings;
-  const auto& b = sink.bytes;
   size_t i = 16;
   while (i < b.size()) {
     const uint8_t type = b[i] & 0x3f;
@@ -439,7 +415,7 @@ TEST_CASE("stack table: every distinct frame gets a distinct PC", "[encoder][sta
       uint64_t id = 0, len = 0;
       REQUIRE(GetUvarint(&p, end, &id));
       REQUIRE(GetUvarint(&p, end, &len));
-      strings[id] = std::string(reinterpret_cast<const char*>(p), len);
+      (*strings)[id] = std::string(reinterpret_cast<const char*>(p), len);
       i = static_cast<size_t>(p - b.data()) + len;
       continue;
     }
@@ -466,6 +442,36 @@ TEST_CASE("stack table: every distinct frame gets a distinct PC", "[encoder][sta
       i = static_cast<size_t>(p - b.data());
     }
   }
+  return got;
+}
+
+TEST_CASE("stack table: every distinct frame gets a distinct PC", "[encoder][stacks]") {
+  StackTable st(1);
+  st.Define(0, 1, 0, {0x3011, 0x2005});   // lock <- worker
+  st.Define(0, 2, 0, {0x3011, 0xd111});   // lock <- Queue::Pop (inlined) <- consumer
+  st.Define(0, 3, 0, {0xd111});
+  CHECK(st.Ref(0, 1) == 1);
+  CHECK(st.Ref(0, 2) == 2);
+  CHECK(st.Ref(0, 1) == 1);
+  CHECK(st.Ref(0, 3) == 3);
+  CHECK(st.Ref(0, 0) == 0);
+  CHECK(st.Ref(0, 99) == 4);  // referenced, never defined
+  const uint64_t start = st.StartStack(0, 0x2000, 1, "thread");
+  CHECK(start == 5);
+  CHECK(st.StartStack(0, 0x2000, 1, "thread") == start);
+  CHECK(st.StartStack(0, 0, 0, "main") == 6);
+
+  MemorySink sink;
+  GoTraceWriter w(&sink, 1, 1000);
+  auto fake = testing::StandardFakeSymbolizer()(log::LogFile{});
+  StackStats stats;
+  st.WriteAll(&w, {fake.get()}, &stats);
+  CHECK(stats.stacks == 5);
+  CHECK(stats.undefined == 1);
+  REQUIRE(w.Finish(1).ok());
+
+  std::map<uint64_t, std::string> strings;
+  std::map<uint64_t, std::vector<GoFrame>> got = ParseStacks(sink.bytes, &strings);
   REQUIRE(got.size() == 5);
   REQUIRE(got[1].size() == 2);
   CHECK(strings[got[1][0].func] == "pthread_mutex_lock");
@@ -511,6 +517,44 @@ std::string Run(TraceChecker& c, std::initializer_list<std::tuple<uint32_t, go::
     if (!e.empty()) return e;
   }
   return "";
+}
+
+
+// Two plugins loaded in turn at the same address (dlclose, dlopen): the
+// first to own the real PC keeps it, the other gets one synthetic PC, the
+// same in every epoch it appears in (not one per epoch).
+class AlternatingPlugins final : public Symbolizer {
+ public:
+  void Symbolize(uint64_t addr, uint32_t epoch, std::vector<SymFrame>* out) override {
+    if (addr >= 0x5000 && addr < 0x6000)
+      out->push_back(SymFrame{epoch % 2 == 0 ? "plugin_a_wait" : "plugin_b_wait",
+                              epoch % 2 == 0 ? "a.c" : "b.c", 7});
+    else
+      out->push_back(SymFrame{"main", "main.c", 3});
+  }
+};
+
+TEST_CASE("stack table: one PC per distinct frame across module epochs", "[encoder][stacks]") {
+  StackTable st(1);
+  for (uint32_t epoch = 0; epoch < 4; ++epoch) st.Define(0, epoch + 1, epoch, {0x5011, 0x1005});
+  for (uint64_t id = 1; id <= 4; ++id) CHECK(st.Ref(0, id) == id);
+  MemorySink sink;
+  GoTraceWriter w(&sink, 1, 1000);
+  AlternatingPlugins sym;
+  StackStats stats;
+  st.WriteAll(&w, {&sym}, &stats);
+  REQUIRE(w.Finish(1).ok());
+  std::map<uint64_t, std::string> strings;
+  auto got = ParseStacks(sink.bytes, &strings);
+  REQUIRE(got.size() == 4);
+  for (uint64_t id = 1; id <= 4; ++id) REQUIRE(got[id].size() == 2);
+  CHECK(strings[got[1][0].func] == "plugin_a_wait");
+  CHECK(strings[got[2][0].func] == "plugin_b_wait");
+  CHECK(got[1][0].pc == 0x5011);              // the first owner keeps the real PC
+  CHECK(got[3][0].pc == 0x5011);              // ... also when loaded again
+  CHECK(got[2][0].pc >= (1ull << 47));        // the other: synthetic
+  CHECK(got[4][0].pc == got[2][0].pc);        // ... one PC, not one per epoch
+  for (uint64_t id = 1; id <= 4; ++id) CHECK(got[id][1].pc == 0x1005);
 }
 
 TEST_CASE("trace checker accepts the §3.1 recipe and rejects each classic mistake",
