@@ -21,6 +21,10 @@
 //                                        closefrom, close_range), dup2s over
 //                                        the high ones, chdirs, then works
 //     exec-fail                          a failing execve, then more work
+//     fork-storm                         100 forks while 4 threads spin in
+//                                        malloc, mutexes and sleeps (H12)
+//     sigwait                            SIGTERM blocked everywhere, taken by
+//                                        the program's sigwait thread (H18)
 //     steady SECONDS RATE                about RATE recorded sleeps per
 //                                        second for SECONDS; prints the count
 //                                        and the RSS after 1 s and at the end
@@ -240,6 +244,78 @@ static int signal_mode(const char* how) {
   return 0;
 }
 
+// H12: fork while other threads are inside malloc, a mutex or the tracer.
+static void* storm_worker(void* a) {
+  (void)a;
+  while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+    void* p = malloc(64 + (rand() & 1023));
+    pthread_mutex_lock(&mu);
+    free(p);
+    pthread_mutex_unlock(&mu);
+    const struct timespec zero = {0, 0};
+    nanosleep(&zero, NULL);  // a recorded event, often in progress at the fork
+  }
+  return NULL;
+}
+
+static int fork_storm(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, storm_worker, NULL);
+  int ok = 0;
+  for (int i = 0; i < 100; i++) {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+      // Another thread may have held `mu` at the fork: the child's copy is
+      // useless. Its own mutex and malloc must work.
+      pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
+      void* q = malloc(100);
+      pthread_mutex_lock(&own);
+      ssize_t n = write(p[1], "x", 1);
+      pthread_mutex_unlock(&own);
+      free(q);
+      _exit(n == 1 ? 0 : 1);
+    }
+    close(p[1]);
+    char c;
+    if (read(p[0], &c, 1) == 1) ok++;
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  printf("%d children answered\n", ok);
+  return 0;
+}
+
+// H18: the program takes SIGTERM in a sigwait thread; every other thread
+// (the tracer's too) must leave it to that one.
+static void* sigwait_thread(void* a) {
+  sigset_t* set = a;
+  int sig = 0;
+  sigwait(set, &sig);
+  printf("sigwait got %s\n", sig == SIGTERM ? "SIGTERM" : "something else");
+  return NULL;
+}
+
+static int sigwait_mode(void) {
+  static sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);  // inherited by every thread made later
+  pthread_t w, s;
+  pthread_create(&w, NULL, busy_worker, NULL);
+  pthread_create(&s, NULL, sigwait_thread, &set);
+  for (int i = 0; i < 5; i++) marker_before_exit();
+  kill(getpid(), SIGTERM);
+  pthread_join(s, NULL);
+  __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+  pthread_join(w, NULL);
+  return 0;
+}
+
 // The child's threads: a short condvar ping-pong.
 static int turn;
 static void* child_pong(void* a) {
@@ -443,6 +519,8 @@ int main(int argc, char** argv) {
   if (strcmp(m, "fork-threads") == 0) return fork_threads();
   if (strcmp(m, "short-threads") == 0) return short_threads(argc > 2 ? atoi(argv[2]) : 2000);
   if (strcmp(m, "fd-closer") == 0) return fd_closer();
+  if (strcmp(m, "fork-storm") == 0) return fork_storm();
+  if (strcmp(m, "sigwait") == 0) return sigwait_mode();
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
   if (strcmp(m, "steady") == 0)
     return steady(argc > 2 ? atof(argv[2]) : 60, argc > 3 ? atol(argv[3]) : 100000);

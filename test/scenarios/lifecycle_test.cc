@@ -256,6 +256,41 @@ TEST_CASE("fork with a thread recording, a child with threads, vfork and posix_s
   CHECK(children_with_threads == 1);
 }
 
+TEST_CASE("100 forks while 4 threads spin in malloc, mutexes and recorded sleeps (H12)",
+          "[lifecycle]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "fork-storm"}, dir, {}, /*web=*/false);
+  CHECK(s.plain.out == "100 children answered\n");
+  CHECK(Goroutines(s.parsed).size() == 5);
+  // Every child that recorded anything wrote its own trace; a sample of
+  // them must be valid (parsing all 100 would take seconds).
+  size_t children = 0, parsed = 0;
+  for (const std::string& n : Names(dir)) {
+    CHECK(n.find(".gtlog") == std::string::npos);
+    if (n == "scenario.trace") continue;
+    ++children;
+    if (children % 20 == 1) {
+      const ParsedTrace c = ParseWithGo(dir.File(n));
+      INFO(n << ": " << c.error);
+      CHECK(c.ok);
+      // The child's own thread only: nothing of the parent's four.
+      CHECK(Goroutines(c).size() == 1);
+      ++parsed;
+    }
+  }
+  CHECK(children <= 100);
+  CHECK(parsed >= 1);
+}
+
+TEST_CASE("SIGTERM blocked everywhere reaches the program's sigwait thread (H18)",
+          "[lifecycle]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "sigwait"}, dir);
+  CHECK(s.plain.out == "sigwait got SIGTERM\n");
+  CHECK(s.plain.Exited(0));
+  CheckSyncNames(s.trace, "marker_before_exit");
+}
+
 TEST_CASE("a shell running several children: one valid trace per process", "[lifecycle]") {
   TempDir dir;
   // Forks that exec (true, ls, cat), a pipeline, a background job, a subshell
