@@ -375,15 +375,18 @@ GT_ALWAYS_INLINE int64_t Usable(void* p) {
 // not counted. 33 MiB is above glibc's largest mmap threshold, so that block
 // is mmapped whatever the program did, and freeing it does not move the
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB).
+// Whether two functions are defined in the same loaded object.
+bool SameObject(const void* a, const void* b) {
+  uintptr_t base_a = 0, base_b = 0;
+  const char* name;
+  return ObjectOf(a, &base_a, &name) && ObjectOf(b, &base_b, &name) && base_a == base_b;
+}
+
 bool GlibcHeaderAgrees() {
 #if defined(__x86_64__)
-  Dl_info a, b;
   void* libc_fn = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
   const auto usable = Real(g_real.malloc_usable_size);
-  if (libc_fn == nullptr || dladdr(reinterpret_cast<void*>(usable), &a) == 0 ||
-      dladdr(libc_fn, &b) == 0 || a.dli_fbase != b.dli_fbase) {
-    return false;
-  }
+  if (libc_fn == nullptr || !SameObject(reinterpret_cast<void*>(usable), libc_fn)) return false;
   bool agree = true;
   for (const size_t n : {size_t{0}, size_t{1}, size_t{24}, size_t{25}, size_t{1000},
                          size_t{70000}, size_t{33} << 20}) {
@@ -639,11 +642,8 @@ uint64_t Baseline() {
   using MallInfo2 = struct mallinfo2 (*)();
   const auto info = reinterpret_cast<MallInfo2>(dlsym(RTLD_NEXT, "mallinfo2"));
   const auto m = Real(g_real.malloc);
-  Dl_info a, b;
-  if (info == nullptr || dladdr(reinterpret_cast<void*>(m), &a) == 0 ||
-      dladdr(reinterpret_cast<void*>(info), &b) == 0 || a.dli_fbase != b.dli_fbase) {
+  if (info == nullptr || !SameObject(reinterpret_cast<void*>(m), reinterpret_cast<void*>(info)))
     return 0;
-  }
   const struct mallinfo2 mi = info();
   return mi.uordblks + mi.hblkhd;
 }

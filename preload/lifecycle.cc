@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -274,8 +275,18 @@ void* EncodeThread(void* p) {
 // that happens to end the process may have: a worker with a 64 KiB stack may
 // call exit(), and glibc runs exit(0) on the last thread's stack, which may
 // be the flusher's. So the encode gets a thread of its own, with all signals
-// blocked; inline only if that thread cannot be made.
+// blocked, unless it runs on the main thread with a normal stack limit (the
+// usual exit, and most of a short process's exit cost otherwise); inline
+// also if that thread cannot be made.
 void EncodeInProcess(const char* out_path, bool announce) {
+  if (sys::GetTid() == g.pid) {
+    struct rlimit rl {};
+    if (sys::Syscall6(SYS_prlimit64, 0, RLIMIT_STACK, 0, reinterpret_cast<long>(&rl)) == 0 &&
+        rl.rlim_cur >= (4u << 20)) {
+      EncodeNow(out_path, announce);
+      return;
+    }
+  }
   EncodeJob job{out_path, announce};
   sigset_t all, old;
   sigfillset(&all);

@@ -10,6 +10,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -343,6 +345,23 @@ void ThreadKeyDestructor(void* v) {
 }
 
 void StackBoundsOf(ThreadRec* r, bool main_thread) {
+  if (main_thread && __libc_stack_end != nullptr) {
+    // The main stack grows on demand below the initial stack pointer, up to
+    // RLIMIT_STACK; every frame lies between. (pthread_getattr_np would read
+    // and parse /proc/self/maps to say the same: a tenth of a millisecond
+    // of every traced process's start.)
+    struct rlimit rl {};
+    uint64_t size = 8u << 20;
+    if (sys::Syscall6(SYS_prlimit64, 0, RLIMIT_STACK, 0, reinterpret_cast<long>(&rl)) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 0) {
+      size = rl.rlim_cur;
+    } else if (rl.rlim_cur == RLIM_INFINITY) {
+      size = uint64_t{1} << 30;
+    }
+    r->stack_hi = reinterpret_cast<uintptr_t>(__libc_stack_end) + 4096;
+    r->stack_lo = r->stack_hi > size ? r->stack_hi - size : 0;
+    return;
+  }
   pthread_attr_t attr;
   void* addr = nullptr;
   size_t size = 0;
@@ -354,11 +373,6 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
   }
   r->stack_lo = reinterpret_cast<uintptr_t>(addr);
   r->stack_hi = r->stack_lo + size;
-  if (main_thread && __libc_stack_end != nullptr) {
-    // The main stack grows on demand; everything below the initial stack
-    // pointer and above the current one is mapped.
-    r->stack_hi = reinterpret_cast<uintptr_t>(__libc_stack_end) + 4096;
-  }
   if (r->stack_hi <= r->stack_lo) r->stack_lo = r->stack_hi = 0;
 }
 
@@ -411,10 +425,45 @@ uint32_t SnapshotRec(ThreadRec* r, uint8_t* scratch, size_t scratch_bytes, bool 
   return WriteChunk(c, final_flush) ? w.nrecords() : 0;
 }
 
+}  // namespace internal
+
+bool ObjectOf(const void* addr, uintptr_t* base, const char** name) {
+  struct Ctx {
+    uintptr_t addr;
+    bool found;
+    uintptr_t base;
+    const char* name;
+  } ctx{reinterpret_cast<uintptr_t>(addr), false, 0, nullptr};
+  dl_iterate_phdr(
+      [](dl_phdr_info* i, size_t, void* p) {
+        auto* c = static_cast<Ctx*>(p);
+        for (int k = 0; k < i->dlpi_phnum; ++k) {
+          const ElfW(Phdr)& ph = i->dlpi_phdr[k];
+          if (ph.p_type != PT_LOAD) continue;
+          const uintptr_t lo = i->dlpi_addr + ph.p_vaddr;
+          if (c->addr >= lo && c->addr < lo + ph.p_memsz) {
+            c->found = true;
+            c->base = i->dlpi_addr;
+            c->name = i->dlpi_name;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &ctx);
+  if (ctx.found) {
+    *base = ctx.base;
+    *name = ctx.name;
+  }
+  return ctx.found;
+}
+
+namespace internal {
+
 void FindSelf() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&FindSelf), &info) == 0 || info.dli_fname == nullptr) return;
-  const char* path = info.dli_fname;
+  uintptr_t self_base = 0;
+  const char* path = nullptr;
+  if (!ObjectOf(reinterpret_cast<void*>(&FindSelf), &self_base, &path) || path == nullptr) return;
   size_t n = sys::StrLen(path), slash = 0;
   for (size_t i = 0; i < n; ++i)
     if (path[i] == '/') slash = i;
@@ -424,7 +473,7 @@ void FindSelf() {
   // Our code's address range, to cut tracer frames out of stacks.
   struct Ctx {
     uintptr_t base, lo, hi;
-  } ctx{reinterpret_cast<uintptr_t>(info.dli_fbase), ~uintptr_t{0}, 0};
+  } ctx{self_base, ~uintptr_t{0}, 0};
   dl_iterate_phdr(
       [](dl_phdr_info* i, size_t, void* p) {
         auto* c = static_cast<Ctx*>(p);

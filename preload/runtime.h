@@ -323,6 +323,12 @@ void RegisterMainThread();
 void FinishCurrentThread();
 // Re-reads the module list (after dlopen / dlclose).
 void RescanModules(bool after_unload);
+
+// The loaded object (executable or library) whose segments hold addr: its
+// load bias and path ("" for the executable). False if none does. Walks the
+// loader's list (dl_iterate_phdr): far cheaper than dladdr, which scans
+// every symbol of the object for the nearest one.
+bool ObjectOf(const void* addr, uintptr_t* base, const char** name);
 // Stops tracing with one line on stderr; the program runs on.
 void Disable(const char* why);
 
