@@ -400,34 +400,218 @@ class CuIndex {
   std::vector<Dwarf_Addr> max_hi_;
 };
 
-// A module's ELF symbol table (.symtab, else .dynsym, as libdwfl finds it),
-// code symbols sorted by address. dwfl_module_addrinfo scans the whole table
-// on every call, which is too slow for large libraries without debug info.
+// A module's ELF symbol table as stored: .symtab; else the separate debug
+// file's (found the way libdwfl would, without reading its DWARF: its
+// .symtab is not compressed); else .dynsym. Only for linked
+// objects (ET_EXEC, ET_DYN), whose symbol values are addresses. Read with
+// gelf_getsym (a copy of 24 bytes) rather than dwfl_module_getsym_info
+// (section lookups for every symbol), and names are read only for symbols
+// found: touching the string table of a large binary for every symbol (its
+// pages faulted in one by one) was most of the cost.
+struct RawSymtab {
+  RawSymtab() = default;
+  RawSymtab(const RawSymtab&) = delete;
+  RawSymtab& operator=(const RawSymtab&) = delete;
+  ~RawSymtab() {
+    if (debug_elf != nullptr) elf_end(debug_elf);
+    if (debug_fd >= 0) close(debug_fd);
+  }
+
+  Elf_Data* data = nullptr;
+  Elf* strtab_elf = nullptr;
+  size_t strtab_ndx = 0;
+  size_t count = 0;
+  GElf_Addr bias = 0;
+  // The allocated sections of the module's ELF: an unsized symbol (an
+  // assembly label) extends at most to the end of its section.
+  std::vector<std::pair<GElf_Addr, GElf_Addr>> sections;
+
+  static Elf_Scn* FindTable(Elf* elf, GElf_Word type, GElf_Shdr* shdr) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      if (gelf_getshdr(scn, shdr) != nullptr && shdr->sh_type == type && shdr->sh_entsize != 0)
+        return scn;
+    }
+    return nullptr;
+  }
+
+  // The separate debug file, when we opened it ourselves.
+  int debug_fd = -1;
+  Elf* debug_elf = nullptr;
+
+  bool Open(Dwfl_Module* mod, bool dwarf_loaded, const Dwfl_Callbacks* callbacks) {
+    GElf_Addr elf_bias = 0;
+    Elf* elf = dwfl_module_getelf(mod, &elf_bias);
+    GElf_Ehdr ehdr;
+    if (elf == nullptr || gelf_getehdr(elf, &ehdr) == nullptr ||
+        (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)) {
+      return false;
+    }
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) == nullptr || !(sh.sh_flags & SHF_ALLOC)) continue;
+      sections.emplace_back(sh.sh_addr + elf_bias, sh.sh_addr + elf_bias + sh.sh_size);
+    }
+    GElf_Shdr shdr;
+    Elf* src = elf;
+    bias = elf_bias;
+    Elf_Scn* scn = FindTable(elf, SHT_SYMTAB, &shdr);
+    if (scn == nullptr && dwarf_loaded) {
+      GElf_Addr dbias = 0;
+      if (Dwarf* dw = dwfl_module_getdwarf(mod, &dbias); dw != nullptr) {
+        if (Elf* debug = dwarf_getelf(dw); debug != nullptr && debug != elf) {
+          if ((scn = FindTable(debug, SHT_SYMTAB, &shdr)) != nullptr) {
+            src = debug;
+            bias = dbias;
+          }
+        }
+      }
+    } else if (scn == nullptr && callbacks != nullptr && callbacks->find_debuginfo != nullptr) {
+      void** userdata = nullptr;
+      Dwarf_Addr start = 0;
+      const char* main_file = nullptr;
+      const char* name =
+          dwfl_module_info(mod, &userdata, &start, nullptr, nullptr, nullptr, &main_file, nullptr);
+      GElf_Word crc = 0;
+      const char* link = dwelf_elf_gnu_debuglink(elf, &crc);
+      char* debug_name = nullptr;
+      debug_fd = callbacks->find_debuginfo(mod, userdata, name, start, main_file, link, crc,
+                                           &debug_name);
+      free(debug_name);
+      if (debug_fd >= 0) debug_elf = elf_begin(debug_fd, ELF_C_READ_MMAP, nullptr);
+      if (debug_elf != nullptr && (scn = FindTable(debug_elf, SHT_SYMTAB, &shdr)) != nullptr) {
+        src = debug_elf;  // same link-time addresses as the module: the same bias
+      }
+    }
+    if (scn == nullptr) scn = FindTable(elf, SHT_DYNSYM, &shdr);
+    if (scn == nullptr || (data = elf_getdata(scn, nullptr)) == nullptr) return false;
+    strtab_elf = src;
+    strtab_ndx = shdr.sh_link;
+    count = shdr.sh_size / shdr.sh_entsize;
+    return true;
+  }
+
+  // Calls f(sym, address, name offset) for every symbol that may name code,
+  // in table order (the order that breaks ties).
+  template <typename F>
+  void ForEachCode(F f) const {
+    for (size_t i = 1; i < count; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
+      if (!IsCode(sym, sym.st_shndx) || sym.st_name == 0) continue;
+      f(sym, sym.st_value + bias, sym.st_name);
+    }
+  }
+
+  const char* Name(uint32_t off) const { return elf_strptr(strtab_elf, strtab_ndx, off); }
+
+  // The end of the last allocated section holding addr, or addr itself.
+  GElf_Addr SectionEnd(GElf_Addr addr) const {
+    GElf_Addr end = addr;
+    for (const auto& [lo, hi] : sections) {
+      if (lo <= addr && addr < hi) end = hi;
+    }
+    return end;
+  }
+
+  static bool IsCode(const GElf_Sym& sym, GElf_Word shndx) {
+    if (shndx == SHN_UNDEF || shndx == SHN_ABS) return false;
+    const int type = GELF_ST_TYPE(sym.st_info);
+    return type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_NOTYPE;
+  }
+};
+
+// Which of several symbols covering an address names it: the one with the
+// highest start; among equal starts a sized one over an unsized one, then
+// global over weak over local, then the later in the table.
+inline int Rank(const GElf_Sym& sym) {
+  const int bind = GELF_ST_BIND(sym.st_info);
+  return bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
+}
+inline uint64_t TieKey(bool sized, int rank, uint32_t order) {
+  return uint64_t{sized} << 40 | uint64_t(rank) << 32 | order;
+}
+
+// The name of the symbol of `table` that covers addr, by one pass over the
+// table: the same answer as SymbolIndex::Find, without sorting anything,
+// for modules where only a few addresses need a name (a short process's
+// executable). An unsized symbol covers addr when no symbol starts after it
+// and at or before addr, and addr is in its section.
+const char* LinearFind(const RawSymtab& table, GElf_Addr addr) {
+  struct Cand {
+    GElf_Addr lo;
+    uint64_t key;
+    uint32_t name_off;
+  };
+  std::vector<Cand> sized, unsized_at_top;
+  GElf_Addr top = 0;  // the highest start <= addr seen
+  bool any = false;
+  uint32_t order = 0;
+  table.ForEachCode([&](const GElf_Sym& sym, GElf_Addr lo, uint32_t name_off) {
+    const uint32_t o = order++;
+    if (lo > addr) return;
+    if (!any || lo > top) {
+      top = lo;
+      any = true;
+      unsized_at_top.clear();
+    }
+    if (sym.st_size != 0) {
+      if (addr < lo + sym.st_size) sized.push_back(Cand{lo, TieKey(true, Rank(sym), o), name_off});
+    } else if (lo == top) {
+      unsized_at_top.push_back(Cand{lo, TieKey(false, Rank(sym), o), name_off});
+    }
+  });
+  if (any && addr < table.SectionEnd(top))
+    sized.insert(sized.end(), unsized_at_top.begin(), unsized_at_top.end());
+  std::sort(sized.begin(), sized.end(), [](const Cand& a, const Cand& b) {
+    return a.lo != b.lo ? a.lo > b.lo : a.key > b.key;
+  });
+  for (const Cand& c : sized) {
+    const char* name = table.Name(c.name_off);
+    if (name != nullptr && name[0] != '\0' && name[0] != '$') return name;  // $x, $d: AArch64 mapping symbols
+  }
+  return nullptr;
+}
+
+// A module's code symbols sorted by address, for modules with many
+// addresses to name. dwfl_module_addrinfo scans the whole table on every
+// call, which is too slow for large libraries without debug info.
 class SymbolIndex {
  public:
-  explicit SymbolIndex(Dwfl_Module* mod) {
-    const int n = dwfl_module_getsymtab(mod);
-    for (int i = 1; i < n; ++i) {
-      GElf_Sym sym;
-      GElf_Addr value = 0;
-      GElf_Word shndx = 0;
-      const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, nullptr, nullptr);
-      if (name == nullptr || name[0] == '\0' || name[0] == '$' || shndx == SHN_UNDEF ||
-          shndx == SHN_ABS) {
-        continue;
+  // From `raw` if it could be read, else through libdwfl (which also reads
+  // a table kept only in .gnu_debugdata).
+  SymbolIndex(Dwfl_Module* mod, const RawSymtab* raw) : raw_(raw) {
+    if (raw != nullptr) {
+      raw->ForEachCode([&](const GElf_Sym& sym, GElf_Addr lo, uint32_t name_off) {
+        Add(sym, lo, nullptr, name_off);
+      });
+    } else {
+      const int n = dwfl_module_getsymtab(mod);
+      for (int i = 1; i < n; ++i) {
+        GElf_Sym sym;
+        GElf_Addr value = 0;
+        GElf_Word shndx = 0;
+        const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, nullptr, nullptr);
+        if (name != nullptr && name[0] != '\0' && RawSymtab::IsCode(sym, shndx))
+          Add(sym, value, name, 0);
       }
-      const int type = GELF_ST_TYPE(sym.st_info);
-      if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
-      const int bind = GELF_ST_BIND(sym.st_info);
-      const int rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
-      syms_.push_back(Sym{value, value + sym.st_size, name, sym.st_size != 0, rank});
     }
-    // Preferred last among equal starts: Find walks backwards.
-    std::stable_sort(syms_.begin(), syms_.end(), [](const Sym& a, const Sym& b) {
-      if (a.lo != b.lo) return a.lo < b.lo;
-      if (a.sized != b.sized) return b.sized;
-      return a.rank < b.rank;
+    // Preferred last among equal starts (Find walks backwards). Sorted as
+    // 16-byte keys, then the symbols put in that order.
+    struct Key {
+      GElf_Addr lo;
+      uint64_t rest;  // TieKey: its low 32 bits are the position in syms_
+    };
+    std::vector<Key> keys(syms_.size());
+    for (size_t i = 0; i < syms_.size(); ++i) {
+      const Sym& s = syms_[i];
+      keys[i] = Key{s.lo, TieKey(s.sized, s.rank, static_cast<uint32_t>(i))};
+    }
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      return a.lo != b.lo ? a.lo < b.lo : a.rest < b.rest;
     });
+    std::vector<Sym> sorted(syms_.size());
+    for (size_t i = 0; i < keys.size(); ++i) sorted[i] = syms_[static_cast<uint32_t>(keys[i].rest)];
+    syms_ = std::move(sorted);
     SizeUnsized(mod);
     max_hi_.resize(syms_.size());
     GElf_Addr hi = 0;
@@ -439,7 +623,9 @@ class SymbolIndex {
     auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
                                [](GElf_Addr a, const Sym& s) { return a < s.lo; });
     for (size_t i = static_cast<size_t>(it - syms_.begin()); i-- > 0 && max_hi_[i] > addr;) {
-      if (addr < syms_[i].hi) return syms_[i].name;
+      if (addr >= syms_[i].hi) continue;
+      const char* name = syms_[i].name != nullptr ? syms_[i].name : raw_->Name(syms_[i].name_off);
+      if (name != nullptr && name[0] != '\0' && name[0] != '$') return name;
     }
     return nullptr;
   }
@@ -447,30 +633,37 @@ class SymbolIndex {
  private:
   struct Sym {
     GElf_Addr lo, hi;
-    const char* name;
+    const char* name;   // through libdwfl; else null and
+    uint32_t name_off;  // the offset in the raw table's strings
     bool sized;
-    int rank;  // binding: global 2, weak 1, local 0
+    int rank;
   };
+
+  void Add(const GElf_Sym& sym, GElf_Addr value, const char* name, uint32_t name_off) {
+    syms_.push_back(Sym{value, value + sym.st_size, name, name_off, sym.st_size != 0, Rank(sym)});
+  }
 
   // A symbol without a size (assembly labels) extends to the next symbol, at
   // most to the end of its section.
   void SizeUnsized(Dwfl_Module* mod) {
-    std::vector<std::pair<GElf_Addr, GElf_Addr>> sections;
-    GElf_Addr bias = 0;
-    if (Elf* elf = dwfl_module_getelf(mod, &bias); elf != nullptr) {
-      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-        GElf_Shdr shdr;
-        if (gelf_getshdr(scn, &shdr) == nullptr || !(shdr.sh_flags & SHF_ALLOC)) continue;
-        sections.emplace_back(shdr.sh_addr + bias, shdr.sh_addr + bias + shdr.sh_size);
+    RawSymtab sections_only;
+    if (raw_ == nullptr) {
+      GElf_Addr bias = 0;
+      if (Elf* elf = dwfl_module_getelf(mod, &bias); elf != nullptr) {
+        for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr;
+             scn = elf_nextscn(elf, scn)) {
+          GElf_Shdr shdr;
+          if (gelf_getshdr(scn, &shdr) == nullptr || !(shdr.sh_flags & SHF_ALLOC)) continue;
+          sections_only.sections.emplace_back(shdr.sh_addr + bias,
+                                               shdr.sh_addr + bias + shdr.sh_size);
+        }
       }
     }
+    const RawSymtab& sec = raw_ != nullptr ? *raw_ : sections_only;
     for (size_t i = 0; i < syms_.size(); ++i) {
       Sym& s = syms_[i];
       if (s.sized) continue;
-      s.hi = s.lo;
-      for (const auto& [lo, hi] : sections) {
-        if (lo <= s.lo && s.lo < hi) s.hi = hi;
-      }
+      s.hi = sec.SectionEnd(s.lo);
       for (size_t j = i + 1; j < syms_.size(); ++j) {
         if (syms_[j].lo > s.lo) {
           s.hi = std::min(s.hi, syms_[j].lo);
@@ -480,6 +673,7 @@ class SymbolIndex {
     }
   }
 
+  const RawSymtab* raw_;
   std::vector<Sym> syms_;
   std::vector<GElf_Addr> max_hi_;
 };
@@ -564,8 +758,21 @@ class Module {
     frames->push_back(SymFrame{std::move(name), std::move(file), line});
   }
 
+  // The first few names come from one pass over the table each (a short
+  // process names a handful of PCs per module); after that the table is
+  // sorted once (SymbolIndex).
   std::string SymbolName(uint64_t addr) {
-    if (symbols_ == nullptr) symbols_ = std::make_unique<SymbolIndex>(mod_);
+    if (symbols_ == nullptr) {
+      if (!raw_tried_) {
+        raw_tried_ = true;
+        raw_ok_ = raw_.Open(mod_, dwarf_, callbacks_);
+      }
+      if (raw_ok_ && linear_lookups_ < options_.linear_symbol_lookups) {
+        ++linear_lookups_;
+        return Demangle(LinearFind(raw_, addr));
+      }
+      symbols_ = std::make_unique<SymbolIndex>(mod_, raw_ok_ ? &raw_ : nullptr);
+    }
     return Demangle(symbols_->Find(addr));
   }
 
@@ -593,6 +800,10 @@ class Module {
   std::unordered_map<uint64_t, std::vector<SymFrame>> cache_;
   std::unordered_map<const void*, CuIndex> cus_;
   Prefixes prefixes_;
+  RawSymtab raw_;
+  bool raw_tried_ = false;
+  bool raw_ok_ = false;
+  int linear_lookups_ = 0;
   std::unique_ptr<SymbolIndex> symbols_;
 };
 

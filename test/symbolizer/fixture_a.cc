@@ -82,3 +82,24 @@ GT_FIX_FILLER(15) GT_FIX_FILLER(16) GT_FIX_FILLER(17) GT_FIX_FILLER(18) GT_FIX_F
 // clang-format on
 
 }  // extern "C"
+
+// Assembly labels: symbols without a size (one global with a type, one
+// local and one global without), which extend to the next symbol, here a
+// sized global one that ends them in .dynsym too. The symbol-table tests
+// compare both ways of looking them up.
+__asm__(
+    ".text\n"
+    ".globl gt_fix_asm_sized_not\n"
+    ".type gt_fix_asm_sized_not, STT_FUNC\n"
+    "gt_fix_asm_sized_not:\n"
+    "  nop\n  nop\n  nop\n  nop\n"
+    "gt_fix_asm_local_label:\n"
+    "  nop\n  nop\n  nop\n  ret\n"
+    ".globl gt_fix_asm_tail\n"
+    "gt_fix_asm_tail:\n"
+    "  nop\n  nop\n  ret\n"
+    ".globl gt_fix_asm_end\n"
+    ".type gt_fix_asm_end, STT_FUNC\n"
+    "gt_fix_asm_end:\n"
+    "  ret\n"
+    ".size gt_fix_asm_end, 1\n");

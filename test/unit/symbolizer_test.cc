@@ -707,6 +707,64 @@ TEST_CASE("symbolizer: fast mode names system library frames from the symbol tab
   CHECK(frames[0].line == 0);
 }
 
+// The few-lookups path (one pass over the symbol table per address) and the
+// sorted index must name every address alike: every 97th byte of libc's
+// code (symbol table only: fast mode), and of the fixtures without debug
+// info (.symtab) and stripped (.dynsym).
+TEST_CASE("symbolizer: a pass over the symbol table and the sorted index agree",
+          "[symbolizer]") {
+  unsetenv("DEBUGINFOD_URLS");
+  std::vector<Object> objects = {FindLibc().obj, Load(GT_SYMFIX_NODEBUG).obj,
+                                 Load(GT_SYMFIX_STRIPPED).obj};
+  size_t named = 0, compared = 0;
+  for (const Object& o : objects) {
+    DwOptions linear = Fast(), sorted = Fast();
+    linear.linear_symbol_lookups = 1 << 30;
+    sorted.linear_symbol_lookups = 0;
+    auto a = MakeDwSymbolizer(linear);
+    auto b = MakeDwSymbolizer(sorted);
+    a->ModuleLoaded(LoadOf(o, 0));
+    b->ModuleLoaded(LoadOf(o, 0));
+    const uint64_t step = std::max<uint64_t>(97, (o.text_hi - o.text_lo) / 3000);
+    for (uint64_t addr = o.text_lo; addr < o.text_hi; addr += step) {
+      const auto fa = Symbolize(a.get(), addr, 0);
+      const auto fb = Symbolize(b.get(), addr, 0);
+      INFO(o.path << " at " << Hex(addr));
+      REQUIRE(fa.size() == fb.size());
+      for (size_t i = 0; i < fa.size(); ++i) CHECK(fa[i].func == fb[i].func);
+      ++compared;
+      if (!fa.empty() && fa[0].func.find(".so+0x") == std::string::npos) ++named;
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(named > compared / 2);  // mostly real names, not module+offset
+
+  // Every byte of the fixture's assembly labels (symbols without a size):
+  // each extends to the next symbol the table has.
+  struct Expect {
+    const char* fixture;
+    const char* sized_not;  // at gt_fix_asm_sized_not + 5 (after the local label)
+  };
+  for (const Expect& e : {Expect{GT_SYMFIX_NODEBUG, "gt_fix_asm_local_label"},
+                          Expect{GT_SYMFIX_STRIPPED, "gt_fix_asm_sized_not"}}) {
+    const Fixture f = Load(e.fixture);
+    const auto lo = reinterpret_cast<uint64_t>(f.Sym<void*>("gt_fix_asm_sized_not"));
+    const auto tail = reinterpret_cast<uint64_t>(f.Sym<void*>("gt_fix_asm_tail"));
+    const auto end = reinterpret_cast<uint64_t>(f.Sym<void*>("gt_fix_asm_end"));
+    for (const int n : {0, 1 << 30}) {
+      DwOptions o = Fast();
+      o.linear_symbol_lookups = n;
+      auto s = MakeDwSymbolizer(o);
+      s->ModuleLoaded(LoadOf(f.obj, 0));
+      INFO(e.fixture << (n == 0 ? " (sorted index)" : " (one pass)"));
+      CHECK(Symbolize(s.get(), lo + 1, 0).at(0).func == "gt_fix_asm_sized_not");
+      CHECK(Symbolize(s.get(), lo + 5, 0).at(0).func == e.sized_not);
+      CHECK(Symbolize(s.get(), tail + 1, 0).at(0).func == "gt_fix_asm_tail");
+      CHECK(Symbolize(s.get(), end, 0).at(0).func == "gt_fix_asm_end");
+    }
+  }
+}
+
 TEST_CASE("symbolizer: full mode reads a system library's separate debug file", "[symbolizer]") {
   unsetenv("DEBUGINFOD_URLS");
   const Libc libc = FindLibc();
