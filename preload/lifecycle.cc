@@ -166,8 +166,10 @@ bool StartLog() {
 // Flushes everything recorded (threads may still be running) and ends the
 // log. Async-signal-safe when `in_signal_handler`: raw system calls, no
 // locks waited for, no allocation. Returns whether the log holds more than
-// the threads' start records (a fork child that only exec'd does not).
-bool FlushEverything(bool in_signal_handler) {
+// the threads' start records and, if `spare_heap_sample`, one heap sample
+// (a fork child on its way to exec holds its start and the heap it
+// inherited, sampled at the exec: not worth a trace of its own).
+bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
   const uint64_t spilled_before = g.chunks_written.load(std::memory_order_relaxed);
   // Let in-flight spills finish (bounded: a pwrite of one chunk).
   for (int i = 0; i < 20000 && g.writers.load(std::memory_order_seq_cst) != 0; ++i)
@@ -197,7 +199,9 @@ bool FlushEverything(bool in_signal_handler) {
     }
   }
   WriteHeader();
-  return spilled_before > 0 || records > threads;
+  const uint64_t spare =
+      spare_heap_sample && g.heap_records.load(std::memory_order_relaxed) == 1 ? 1 : 0;
+  return spilled_before > 0 || records > threads + spare;
 }
 
 // Loads libgotrace_encode.so (only now) and writes the trace.
@@ -319,7 +323,7 @@ void Finalize(bool for_exec) {
     return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  const bool events = FlushEverything(false);
+  const bool events = FlushEverything(false, for_exec || g.forked_image);
   if (!events && (for_exec || g.descendant)) {
     // A child that only exec'd or exited (a fork on its way to exec, a
     // failed exec's _exit): nothing worth a file of its own.
@@ -604,6 +608,7 @@ void AtForkChild() {
   ErrnoGuard errno_guard;
   g.pid = sys::GetPid();
   g.descendant = true;
+  g.forked_image = true;
   g.image = 0;
   // One thread now: this one, counted whether or not it was before.
   g.app_threads.store(1, std::memory_order_relaxed);

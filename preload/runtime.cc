@@ -153,6 +153,7 @@ void ResetLogState() {
   g.chunks_written.store(0, std::memory_order_relaxed);
   g.chunks_dropped.store(0, std::memory_order_relaxed);
   g.records_dropped.store(0, std::memory_order_relaxed);
+  g.heap_records.store(0, std::memory_order_relaxed);
   g.next_serial.store(1, std::memory_order_relaxed);
 }
 
@@ -743,6 +744,7 @@ void RecordHeap(uint64_t live_bytes) {
     const Tick t = sys::Ticks();
     r->w.Heap(t, sys::CurrentCpu(), live_bytes);
     Commit(r);
+    g.heap_records.fetch_add(1, std::memory_order_relaxed);
     SpillIfOld(r, t);
   }
 }

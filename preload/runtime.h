@@ -119,6 +119,7 @@ struct Globals {
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
   Tick flush_ticks = ~Tick{0} / 2;  // a chunk older than this is written out
   bool descendant = false;   // a child of the traced root (fork, exec'd, spawned)
+  bool forked_image = false;  // this image began at a fork (not at an exec)
   int root_pid = 0;
   uint32_t image = 0;        // exec generation within this pid (GOTRACE_IMAGE)
   std::atomic<uint32_t> epoch{0};  // module map epoch (bumped by dlclose)
@@ -128,6 +129,9 @@ struct Globals {
   std::atomic<uint64_t> chunks_written{0};
   std::atomic<uint64_t> chunks_dropped{0};
   std::atomic<uint64_t> records_dropped{0};
+  // Heap samples recorded by this image: a fork child whose only records
+  // are its final heap sample has nothing worth a trace of its own.
+  std::atomic<uint64_t> heap_records{0};
   std::atomic<uint64_t> untraced_threads{0};
   std::atomic<uint32_t> next_serial{1};
   std::atomic<uint64_t> next_create_id{1};

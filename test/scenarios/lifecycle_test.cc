@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -307,6 +308,25 @@ TEST_CASE("a shell running several children: one valid trace per process", "[lif
   for (const std::string& n : Names(dir)) CHECK(n.rfind("scenario.trace", 0) == 0);
   // Only the root speaks.
   CHECK(TracerLines(s.traced.err).size() == 1);
+}
+
+TEST_CASE("a shell's forks on their way to exec write no trace of their own", "[lifecycle]") {
+  TempDir dir;
+  // bash forks (dash uses vfork, whose child records nothing). Each fork
+  // carries the shell's heap into the child, sampled at its exec:
+  // that sample alone must not make a trace (it would double the traces, and
+  // the cost, of every shell script and build).
+  ScenarioRun s = RunTraced(
+      {"/bin/bash", "-c", "for i in 1 2 3 4 5; do /bin/true; done; exec " + Lifecycle() + " exit-exit"},
+      dir);
+  CHECK(s.plain.Exited(4));
+  // The requested path (the last image), the shell's image before that exec,
+  // and one per /bin/true.
+  CHECK(CheckAllTraces(dir) == 7);
+  size_t images = 0;
+  for (const std::string& n : Names(dir))
+    if (std::count(n.begin(), n.end(), '.') == 3) ++images;  // scenario.trace.PID.N
+  CHECK(images == 1);
 }
 
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
