@@ -7,6 +7,7 @@
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
+#include <sys/platform/x86.h>
 #endif
 
 namespace gotrace {
@@ -59,13 +60,16 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cHardware(uint32_t crc, const ui
   return ~c32;
 }
 
+// From the CPU features the dynamic loader has already read (glibc >= 2.33).
+// Not __builtin_cpu_supports: it links libgcc's __cpu_indicator_init, a
+// constructor that runs a dozen cpuid instructions in every traced process,
+// each one a trap to the hypervisor in a virtual machine.
 bool HaveSse42() {
   // Cached; a racy first initialization computes the same value twice.
   static int have = -1;
   int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
   if (h < 0) {
-    __builtin_cpu_init();
-    h = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    h = CPU_FEATURE_ACTIVE(SSE4_2) ? 1 : 0;
     __atomic_store_n(&have, h, __ATOMIC_RELAXED);
   }
   return h == 1;
