@@ -3,7 +3,9 @@
 #include "preload/sys/raw.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <time.h>
 
 namespace gotrace::sys {
 
@@ -105,11 +107,35 @@ Line& Line::Bytes(uint64_t b) {
 
 int g_log_fd = 2;
 
+// Our lines go to the program's stderr, which may be a pipe whose reader is
+// gone (`prog 2>&1 | head -1`): writing there raises SIGPIPE, whose default
+// action would kill a program that, untraced, wrote nothing more and exited
+// 0. So SIGPIPE is blocked around the write and, if this write raised it,
+// taken back (a zero-timeout rt_sigtimedwait) before the mask is restored; a
+// SIGPIPE already pending is left alone. Raw system calls only: usable in
+// signal handlers.
+long WriteAllNoSigpipe(int fd, const void* buf, size_t n) {
+  const uint64_t pipe_bit = uint64_t{1} << (SIGPIPE - 1);
+  uint64_t old_mask = 0, pending = 0;
+  constexpr long kSetSize = sizeof(uint64_t);  // the kernel's sigset_t
+  Syscall6(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&pipe_bit),
+           reinterpret_cast<long>(&old_mask), kSetSize);
+  Syscall6(SYS_rt_sigpending, reinterpret_cast<long>(&pending), kSetSize);
+  const long r = WriteAll(fd, buf, n);
+  if (r == -EPIPE && (pending & pipe_bit) == 0) {
+    const struct timespec zero {};
+    Syscall6(SYS_rt_sigtimedwait, reinterpret_cast<long>(&pipe_bit), 0,
+             reinterpret_cast<long>(&zero), kSetSize);
+  }
+  Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&old_mask), 0, kSetSize);
+  return r;
+}
+
 void Log(const char* msg) {
   char buf[1024];
   Line l(buf, sizeof buf);
   l.Str("gotrace: ").Str(msg).Char('\n');
-  (void)WriteAll(g_log_fd, l.c_str(), l.size());
+  (void)WriteAllNoSigpipe(g_log_fd, l.c_str(), l.size());
 }
 
 size_t StrLen(const char* s) {

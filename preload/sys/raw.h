@@ -93,6 +93,8 @@ inline long Getcwd(char* buf, size_t n) {
 // Writes all of buf, retrying short writes and EINTR. Returns 0 or -errno.
 long WriteAll(int fd, const void* buf, size_t n);
 long PwriteAll(int fd, const void* buf, size_t n, uint64_t off);
+// WriteAll without letting a broken pipe's SIGPIPE reach the program.
+long WriteAllNoSigpipe(int fd, const void* buf, size_t n);
 
 // Anonymous memory, or nullptr. MAP_NORESERVE: untouched pages cost nothing.
 void* MapMemory(size_t bytes);

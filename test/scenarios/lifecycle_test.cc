@@ -8,9 +8,12 @@
 // Go's parser before anything is asserted about its content.
 //===----------------------------------------------------------------------===//
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -327,6 +330,41 @@ TEST_CASE("a shell's forks on their way to exec write no trace of their own", "[
   for (const std::string& n : Names(dir))
     if (std::count(n.begin(), n.end(), '.') == 3) ++images;  // scenario.trace.PID.N
   CHECK(images == 1);
+}
+
+TEST_CASE("stderr a pipe nobody reads: the summary line does not kill the program", "[lifecycle]") {
+  // `prog 2>&1 | head -1` in CI: head has exited when the program ends, and
+  // our summary line is the only write to the pipe. Untraced the program
+  // exits 0; SIGPIPE's default action must not turn that into 141.
+  TempDir dir;
+  auto run = [&](bool traced, const char* shell_cmd) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    close(fds[0]);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      dup2(fds[1], 2);
+      signal(SIGPIPE, SIG_DFL);
+      if (traced) {
+        setenv("LD_PRELOAD", PreloadLib().c_str(), 1);
+        setenv("GOTRACE_OUT", dir.File("pipe.%p.trace").c_str(), 1);
+      }
+      execl("/bin/sh", "sh", "-c", shell_cmd, static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    return status;
+  };
+  for (const char* cmd : {"exit 0", "exit 3", "echo to-the-pipe >&2; exit 0"}) {
+    INFO(cmd);
+    const int plain = run(false, cmd);
+    const int traced = run(true, cmd);
+    CHECK(traced == plain);
+  }
+  CHECK(CheckAllTraces(dir) == 3);
 }
 
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
