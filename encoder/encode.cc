@@ -37,6 +37,83 @@ std::string WithSuffix(const std::string& path, unsigned n) {
   return path.substr(0, dot) + num + path.substr(dot);
 }
 
+// Where the trace is written until it is complete: an unnamed file in the
+// destination's directory (O_TMPFILE), so that a process killed while
+// writing (SIGKILL, a CI timeout, an OOM kill) leaves nothing behind; or,
+// where the filesystem has no O_TMPFILE or there is no /proc to name the
+// file through, a named temporary file next to the destination.
+struct TmpOut {
+  int fd = -1;
+  std::string path;  // empty: unnamed
+};
+
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+TmpOut CreateTmp(const std::string& output, OutputMode mode, unsigned file_mode) {
+  TmpOut t;
+  if (mode != OutputMode::kOverwrite && ::access("/proc/thread-self/fd", X_OK) == 0) {
+    t.fd = ::open(DirOf(output).c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, file_mode);
+    if (t.fd >= 0) return t;
+  }
+  t.path = output + ".tmp.XXXXXX";
+  t.fd = ::mkostemp(t.path.data(), O_CLOEXEC);
+  return t;
+}
+
+// Gives the unnamed file `fd` the name `cand`; fails with EEXIST if taken.
+// Through /proc/thread-self, not /proc/self: once the main thread has
+// called pthread_exit, /proc/self/fd of the process is gone.
+bool LinkUnnamed(int fd, const std::string& cand) {
+  char proc[64];
+  std::snprintf(proc, sizeof proc, "/proc/thread-self/fd/%d", fd);
+  return ::linkat(AT_FDCWD, proc, AT_FDCWD, cand.c_str(), AT_SYMLINK_FOLLOW) == 0;
+}
+
+// Gives the unnamed file its final name according to the mode (never
+// kOverwrite, which uses a named file); returns the name. `*unnameable`:
+// linkat refused for another reason than a name in use.
+Status PublishUnnamed(int fd, const std::string& out, OutputMode mode, std::string* final_path,
+                      bool* unnameable) {
+  *unnameable = false;
+  for (unsigned n = 0; n < 10000; ++n) {
+    const std::string cand = n == 0 ? out : WithSuffix(out, n);
+    if (LinkUnnamed(fd, cand)) {
+      *final_path = cand;
+      return Status::Ok();
+    }
+    if (errno != EEXIST) {
+      *unnameable = true;
+      return Status::Error(cand + ": cannot create: " + std::strerror(errno));
+    }
+    if (mode == OutputMode::kExclusive)
+      return Status::Error(out + ": already exists (not overwriting it)");
+  }
+  return Status::Error(out + ": too many existing files with this name");
+}
+
+// Copies all of `from` (read from offset 0) to `to`.
+bool CopyFile(int from, int to) {
+  char buf[1 << 16];
+  off_t off = 0;
+  for (;;) {
+    const ssize_t n = ::pread(from, buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(to, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      done += w;
+    }
+    off += n;
+  }
+}
+
 // Moves tmp to its final name according to the mode; returns the name.
 Status Publish(const std::string& tmp, const std::string& out, OutputMode mode,
                std::string* final_path) {
@@ -88,9 +165,9 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
   if (opts.output_mode == OutputMode::kExclusive && Exists(output))
     return Status::Error(output + ": already exists (not overwriting it)");
 
-  // Write next to the destination so the final move is a rename in place.
-  std::string tmp = output + ".tmp.XXXXXX";
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  // Written next to the destination, so that naming it is a link in place.
+  TmpOut tmp = CreateTmp(output, opts.output_mode, opts.file_mode);
+  const int fd = tmp.fd;
   if (fd < 0) return Status::Error(output + ": cannot create: " + std::strerror(errno));
   ::fchmod(fd, opts.file_mode);
   struct TmpGuard {
@@ -99,9 +176,9 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
     bool keep = false;
     ~TmpGuard() {
       if (fd >= 0) ::close(fd);
-      if (!keep) ::unlink(path.c_str());
+      if (!keep && !path.empty()) ::unlink(path.c_str());
     }
-  } guard{tmp, fd};
+  } guard{tmp.path, fd};
 
   uint32_t nprocs = 1;
   for (const auto& f : set.files()) nprocs = std::max(nprocs, f.header.ncpus);
@@ -122,11 +199,40 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
   GT_RETURN_IF_ERROR(sink.Flush());
   // No fsync: a trace needs no durability across power loss, and the exit
   // path's budget is milliseconds. close() still reports deferred errors.
-  guard.fd = -1;
-  if (::close(fd) != 0) return Status::Error(output + ": cannot write: " + std::strerror(errno));
   stats->events = writer.events();
   stats->bytes = sink.bytes_written();
-  GT_RETURN_IF_ERROR(Publish(tmp, output, opts.output_mode, &stats->output_path));
+  if (tmp.path.empty()) {
+    // Named while still open (the name goes through /proc), then closed; a
+    // deferred write error takes the name back.
+    bool unnameable = false;
+    Status st = PublishUnnamed(fd, output, opts.output_mode, &stats->output_path, &unnameable);
+    if (unnameable) {
+      // Could not be named (linkat refused it): a named copy instead.
+      tmp.path = output + ".tmp.XXXXXX";
+      const int named = ::mkostemp(tmp.path.data(), O_CLOEXEC);
+      if (named < 0) return st;
+      ::fchmod(named, opts.file_mode);
+      guard.path = tmp.path;
+      const bool copied = CopyFile(fd, named);
+      ::close(fd);
+      guard.fd = named;
+      if (!copied) return Status::Error(output + ": cannot write: " + std::strerror(errno));
+    } else {
+      GT_RETURN_IF_ERROR(st);
+      guard.fd = -1;
+      if (::close(fd) != 0) {
+        const int err = errno;
+        ::unlink(stats->output_path.c_str());
+        return Status::Error(output + ": cannot write: " + std::strerror(err));
+      }
+      return Status::Ok();
+    }
+  }
+  const int named_fd = guard.fd;
+  guard.fd = -1;
+  if (::close(named_fd) != 0)
+    return Status::Error(output + ": cannot write: " + std::strerror(errno));
+  GT_RETURN_IF_ERROR(Publish(tmp.path, output, opts.output_mode, &stats->output_path));
   guard.keep = true;  // moved away: nothing to clean up
   return Status::Ok();
 }

@@ -76,6 +76,45 @@ char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
 struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
 std::atomic<int> g_in_crash{0};
+
+// The thread writing this image's trace at exit or exec (0: none). A
+// termination signal that arrives meanwhile (a pool's terminate() sending
+// SIGTERM to workers that are already exiting) must not cut the trace short
+// and leave only the log: that thread blocks them until the trace is
+// written, and the handler, on another thread, waits for it (bounded).
+std::atomic<long> g_exit_encoder{0};
+
+class DeferTermSignals {
+ public:
+  DeferTermSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kTermSignals) sigaddset(&set, s);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    g_exit_encoder.store(sys::GetTid(), std::memory_order_seq_cst);
+  }
+  ~DeferTermSignals() {
+    g_exit_encoder.store(0, std::memory_order_seq_cst);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);  // a pending one is delivered now
+  }
+  DeferTermSignals(const DeferTermSignals&) = delete;
+  DeferTermSignals& operator=(const DeferTermSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// In a termination handler: if another thread is writing the trace, let it
+// finish (at most 30 s, a generous encode), then die as untraced would.
+void AwaitExitEncoder() {
+  const long tid = sys::GetTid();
+  for (int ms = 0; ms < 30000; ++ms) {
+    const long enc = g_exit_encoder.load(std::memory_order_seq_cst);
+    if (enc == 0 || enc == tid) return;
+    const struct timespec one_ms = {0, 1'000'000};
+    sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&one_ms), 0);
+  }
+}
 std::atomic<bool> g_flusher_running{false};
 // The program's threads are all gone: the flusher ends and is not restarted.
 std::atomic<bool> g_flusher_retired{false};
@@ -336,6 +375,7 @@ void Finalize(bool for_exec) {
   } else {
     sys::Line(out, sizeof out).Str(g.out_path);
   }
+  DeferTermSignals defer;
   // Only the root's last image speaks; tracewrap lists the others.
   EncodeInProcess(out, !g.descendant && !for_exec);
 }
@@ -448,6 +488,7 @@ void InstallCrashHandler(int sig, const struct sigaction& app) {
 // to the default action).
 void TermHandler(int sig, siginfo_t*, void*) {
   const int saved_errno = errno;
+  AwaitExitEncoder();
   if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;

@@ -25,6 +25,10 @@
 //                                        malloc, mutexes and sleeps (H12)
 //     sigwait                            SIGTERM blocked everywhere, taken by
 //                                        the program's sigwait thread (H18)
+//     alarm-at-exit                      30,000 recorded waits, then a
+//                                        timer whose SIGALRM (default action)
+//                                        fires 2 ms after main returns: while
+//                                        the trace is being written
 //     steady SECONDS RATE                about RATE recorded sleeps per
 //                                        second for SECONDS; prints the count
 //                                        and the RSS after 1 s and at the end
@@ -39,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -504,6 +509,24 @@ static int steady(double seconds, long rate) {
   return 0;
 }
 
+__attribute__((noinline)) static void marker_expired_waits(int n) {
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  const struct timespec past = {0, 0};
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < n; i++) pthread_cond_timedwait(&cv, &mu, &past);
+  pthread_mutex_unlock(&mu);
+}
+
+static int alarm_at_exit(void) {
+  marker_expired_waits(30000);
+  printf("armed\n");
+  fflush(stdout);
+  const struct itimerval it = {{0, 0}, {0, 2000}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: lifecycle MODE [ARGS]\n");
@@ -522,6 +545,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "fork-storm") == 0) return fork_storm();
   if (strcmp(m, "sigwait") == 0) return sigwait_mode();
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
+  if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "steady") == 0)
     return steady(argc > 2 ? atof(argv[2]) : 60, argc > 3 ? atol(argv[3]) : 100000);
   fprintf(stderr, "lifecycle: unknown mode %s\n", m);

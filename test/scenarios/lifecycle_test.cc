@@ -367,6 +367,24 @@ TEST_CASE("stderr a pipe nobody reads: the summary line does not kill the progra
   CHECK(CheckAllTraces(dir) == 3);
 }
 
+TEST_CASE("a termination signal while the trace is written at exit: the trace completes",
+          "[lifecycle]") {
+  // A pool's terminate() sends SIGTERM to workers that may already be
+  // exiting. The signal must wait for the trace (then end the process as it
+  // would have), not kill it halfway and leave only the log and a
+  // temporary file behind.
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("alarm.trace")};
+  const ProcResult traced = RunProcess({Lifecycle(), "alarm-at-exit"}, o);
+  INFO(traced.Describe() << "\n" << traced.err);
+  CHECK(traced.out == "armed\n");
+  // Exited (the encode beat the timer) or ended by the deferred SIGALRM.
+  CHECK(((traced.term_signal == 0 && traced.exit_code == 0) || traced.term_signal == SIGALRM));
+  CHECK(CheckAllTraces(dir) == 1);  // and no .gtlog or temporary file left
+  CheckSyncNames(dir.File("alarm.trace"), "marker_expired_waits");
+}
+
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
