@@ -158,7 +158,10 @@ bool CheckEventsByDefault() {
 Status Encode(std::span<const std::string> logs, const std::string& output,
               const EncodeOptions& opts, EncodeStats* stats) {
   log::LogSet set;
-  GT_RETURN_IF_ERROR(set.Open(logs, log::ReadOptions{opts.strict}));
+  if (Status st = set.Open(logs, log::ReadOptions{opts.strict}); !st.ok()) {
+    stats->no_events = set.no_events();
+    return st;
+  }
   stats->warnings = set.warnings();
   stats->log_records = set.total_records();
   stats->log_chunks = set.total_chunks();

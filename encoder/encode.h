@@ -42,6 +42,7 @@ struct EncodeStats {
   uint64_t log_records = 0;
   uint64_t log_chunks = 0;
   std::vector<std::string> warnings;  // lenient mode: damage that was skipped
+  bool no_events = false;  // failed only because the logs hold no events
 };
 
 // True when this build checks every emitted event by default (debug builds).

@@ -42,13 +42,17 @@ constexpr const char* kUsage =
     "  -q, --quiet               no summary line\n"
     "recover: encode the log of a process that crashed or was killed (encode --lenient):\n"
     "  whatever reached the log is kept, damaged or missing parts are skipped and listed\n"
-    "dump: print every record of the logs, one per line\n";
+    "dump: print every record of the logs, one per line\n"
+    "exit status: 0 written, 1 an error, 2 a usage error, 3 the logs are intact but hold\n"
+    "  no events (a process killed before it recorded anything): there is no trace to write\n";
 
 double Seconds() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+constexpr int kExitNoEvents = 3;
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "gotrace: %s\n", msg.c_str());
@@ -132,7 +136,7 @@ int CmdEncode(int argc, char** argv, bool recover) {
   EncodeStats stats;
   Status st = gotrace::Encode(logs, out, opts, &stats);
   for (const auto& w : stats.warnings) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
-  if (!st.ok()) return Fail(st.message());
+  if (!st.ok()) return Fail(st.message()), stats.no_events ? kExitNoEvents : 1;
   if (!quiet) {
     std::fprintf(stderr, "gotrace: wrote %s (%" PRIu64 " threads, %" PRIu64 " events, %s) in %.2f s\n",
                  stats.output_path.c_str(), stats.model.threads, stats.events,

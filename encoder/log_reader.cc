@@ -165,6 +165,7 @@ Status LogSet::Open(std::span<const std::string> paths, const ReadOptions& opts)
     GT_RETURN_IF_ERROR(IndexFile(static_cast<uint32_t>(files_.size() - 1)));
   }
   if (total_records_ == 0) {
+    no_events_ = true;
     std::string which = paths.size() == 1 ? paths[0] : std::string("the logs");
     return Status::Error(which + ": contains no events");
   }

@@ -116,6 +116,9 @@ class LogSet {
   // Lenient mode: what was skipped, one line each.
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool strict() const { return strict_; }
+  // After Open failed: whether only because the logs, intact, hold no
+  // events (a process killed before it recorded anything).
+  bool no_events() const { return no_events_; }
 
  private:
   Status IndexFile(uint32_t index);
@@ -123,6 +126,7 @@ class LogSet {
 
   std::vector<LogFile> files_;
   std::vector<Stream> streams_;
+  bool no_events_ = false;
   std::vector<std::string> warnings_;
   uint64_t total_records_ = 0;
   uint64_t total_chunks_ = 0;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -175,6 +176,22 @@ TEST_CASE("tracewrap: exit status and signals pass through", "[tracewrap]") {
     CHECK(r.out == plain.out);
     CHECK(r.out == "before\n");
   }
+}
+
+TEST_CASE("tracewrap: a process killed before it recorded anything leaves nothing behind",
+          "[tracewrap]") {
+  // Its log holds a header and no events: `gotrace recover` says so with
+  // status 3, and tracewrap removes the log and says it in one line, instead
+  // of "could not recover" and a log nobody can use.
+  TempDir dir;
+  const std::string out = dir.File("k.trace");
+  const ProcResult r = Wrap({"-o", out, "--", "sh", "-c", "kill -KILL $$"}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.term_signal == SIGKILL);
+  CHECK_THAT(r.err, Catch::Contains("1 killed process(es) had recorded nothing yet"));
+  CHECK_THAT(r.err, !Catch::Contains("could not recover"));
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    CHECK(e.path().filename().string().find("k.trace") == std::string::npos);
 }
 
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
