@@ -37,8 +37,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
+
+#include "symbolizer/rust_demangle.h"
 
 namespace gotrace {
 namespace {
@@ -207,6 +210,9 @@ std::string Demangle(const char* name) {
     if (d != nullptr) {
       std::string s = status == 0 ? std::string(d) : std::string(name);
       std::free(d);
+      if (status == 0) {
+        if (std::optional<std::string> rust = RustLegacyName(name, s)) return *std::move(rust);
+      }
       return s;
     }
   }
