@@ -188,9 +188,20 @@ Status LogSet::IndexFile(uint32_t index) {
   Tick sync_ticks = 0;
   uint64_t sync_ns = 0;
   uint64_t off = sizeof(FileHeader);
+  // Lenient mode resynchronises 8 bytes at a time through damage: one
+  // warning per damaged stretch, not one per step.
+  uint64_t damage_at = 0;
+  std::string damage_what;
+  auto end_damage = [&](uint64_t upto) {
+    if (damage_what.empty()) return;
+    warnings_.push_back(f.path + ": " + damage_what + " at offset " + Hex(damage_at) + "; " +
+                        std::to_string(upto - damage_at) + " bytes skipped");
+    damage_what.clear();
+  };
   while (off < f.file_size) {
     ChunkHeader h;
     if (f.file_size - off < sizeof h) {
+      if (!damage_what.empty()) break;  // the tail of a damaged stretch
       GT_RETURN_IF_ERROR(Damage(f, off, "truncated chunk header"));
       break;
     }
@@ -215,11 +226,16 @@ Status LogSet::IndexFile(uint32_t index) {
       if (crc != h.checksum) bad = "corrupted chunk (checksum mismatch)";
     }
     if (!bad.empty()) {
-      GT_RETURN_IF_ERROR(Damage(f, off, bad));
+      if (strict_) return Damage(f, off, bad);
+      if (damage_what.empty()) {
+        damage_at = off;
+        damage_what = bad;
+      }
       // Resynchronise on the next 8-aligned position holding a valid header.
       off += 8;
       continue;
     }
+    end_damage(off);
     PendingChunk pc{};
     pc.serial = h.serial;
     pc.tid = h.tid;
@@ -270,6 +286,7 @@ Status LogSet::IndexFile(uint32_t index) {
     if (n > 0) chunks.push_back(pc);
     off += AlignChunk(sizeof h + h.size);
   }
+  end_damage(std::min<uint64_t>(off, f.file_size));
 
   // Completeness: the final flush ends the log with a kTraceEnd that counts
   // the chunks before it. Without it the process did not finish the log.

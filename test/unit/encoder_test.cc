@@ -292,6 +292,21 @@ TEST_CASE("damaged logs: one clear error in strict mode, skipped in lenient mode
       if (ls.ok()) CHECK(lenient.total_records() <= 42);
     }
   }
+  SECTION("a garbled stretch is one warning, not one per 8 bytes scanned") {
+    std::vector<uint8_t> bad = bytes;
+    // Garbage over the first chunk's header and well into what follows.
+    const size_t len = std::min<size_t>(300, bytes.size() - 64 - 16);
+    for (size_t i = 0; i < len; ++i) bad[64 + i] = static_cast<uint8_t>(0xa5 ^ i);
+    WriteAll(dir.File("g"), bad);
+    log::LogSet lenient;
+    (void)OpenOne(dir.File("g"), false, &lenient);
+    size_t stretch = 0;
+    for (const std::string& w : lenient.warnings())
+      if (w.find("bytes skipped") != std::string::npos) ++stretch;
+    INFO(lenient.warnings().size() << " warnings");
+    CHECK(stretch == 1);
+    CHECK(lenient.warnings().size() <= 4);
+  }
   SECTION("lenient mode resynchronises after a damaged chunk") {
     std::vector<uint8_t> bad = bytes;
     bad[64 + 50] ^= 0xff;  // inside the first chunk's payload
