@@ -501,6 +501,14 @@ using namespace internal;
 // ---------------------------------------------------------------------------
 // Registration
 
+bool ForeignStackIsOwn(ThreadRec* r, uintptr_t frame) {
+  const uintptr_t window = (frame >> 20) + 1;
+  if (__atomic_load_n(&r->foreign_window, __ATOMIC_RELAXED) == window) return true;
+  if (static_cast<uint32_t>(sys::GetTid()) != r->tid) return false;
+  __atomic_store_n(&r->foreign_window, window, __ATOMIC_RELAXED);
+  return true;
+}
+
 bool AbandonedScope(uintptr_t frame) {
   const ThreadRec* r = t_state.rec;
   // Inside the tracer, nesting is by construction (the tracer never runs
@@ -524,6 +532,7 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   }
   r->serial = g.next_serial.fetch_add(1, std::memory_order_relaxed);
   r->tid = static_cast<uint32_t>(sys::GetTid());
+  r->foreign_window = 0;
   r->seq = 0;
   r->inflight.kind.store(0, std::memory_order_relaxed);
   StackBoundsOf(r, (flags & log::kThreadMain) != 0);
@@ -734,6 +743,7 @@ void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, 
 void RecordHeap(uint64_t live_bytes) {
   if (g.phase.load(std::memory_order_relaxed) != Phase::kReady || t_state.depth != 0) return;
   ThreadRec* r = t_state.rec;
+  if (!OnOwnThread(r, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)))) return;
   if (r == nullptr) {
     if (t_state.status != kThreadNew) return;
     r = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);

@@ -79,6 +79,9 @@ struct ThreadRec {
   uint32_t tid = 0;
   uint32_t seq = 0;     // next chunk number
   uintptr_t stack_lo = 0, stack_hi = 0;
+  // A stack outside [stack_lo, stack_hi) that this thread was seen to run on
+  // (a fiber, a signal stack): its 1 MiB window + 1, or 0. See OwnStack.
+  uintptr_t foreign_window = 0;
   std::atomic<uint32_t> in_use{0};
   std::atomic<uint32_t> committed{0};  // payload bytes of complete records
   std::atomic<Tick> chunk_base{0};
@@ -166,6 +169,20 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
 // Frames on an alternate signal stack are never taken as proof.
 GT_NOINLINE bool AbandonedScope(uintptr_t frame);
 
+// Whether the code at `frame`, outside r's stack, runs on r's own thread (a
+// fiber, a signal stack) rather than on a thread made with a raw clone()
+// that shares r's thread-local state: that one must record nothing, or it
+// would write into r's buffer at the same time as r. One gettid per 1 MiB
+// stack window (cached for r's own windows). Async-signal-safe.
+GT_NOINLINE bool ForeignStackIsOwn(ThreadRec* r, uintptr_t frame);
+
+// The calling thread's record, unless the caller is on a stack that is not
+// its own thread's (see ForeignStackIsOwn): then nullptr. Reads only.
+GT_ALWAYS_INLINE bool OnOwnThread(ThreadRec* r, uintptr_t frame) {
+  return r == nullptr || (frame >= r->stack_lo && frame < r->stack_hi) ||
+         ForeignStackIsOwn(r, frame);
+}
+
 // Entered at the top of every recording hook. Inactive (pass through) when
 // tracing is not ready, the group is off, or the thread is already inside a
 // hook or the tracer (nested call, signal handler, H2/H17).
@@ -177,6 +194,9 @@ class HookScope {
       return;
     }
     const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    // Before anything is written to the thread-local state: a raw clone()
+    // child shares it with the thread that made it (H15).
+    if (GT_UNLIKELY(!OnOwnThread(t_state.rec, frame))) return;
     if (GT_UNLIKELY(t_state.depth != 0) && !AbandonedScope(frame)) return;
     t_state.depth = 1;
     t_state.scope_frame = frame;

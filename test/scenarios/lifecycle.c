@@ -29,20 +29,27 @@
 //                                        timer whose SIGALRM (default action)
 //                                        fires 2 ms after main returns: while
 //                                        the trace is being written
+//     raw-clone                          a thread made with clone() (no
+//                                        pthread, no TLS of its own) sleeps
+//                                        while the main thread sleeps (H15)
 //     steady SECONDS RATE                about RATE recorded sleeps per
 //                                        second for SECONDS; prints the count
 //                                        and the RSS after 1 s and at the end
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -518,6 +525,41 @@ __attribute__((noinline)) static void marker_expired_waits(int n) {
   pthread_mutex_unlock(&mu);
 }
 
+static atomic_int raw_done;
+static int raw_tid_word = 1;
+
+static int raw_worker(void* arg) {
+  (void)arg;
+  const struct timespec ts = {0, 20000};
+  for (int i = 0; i < 2000; i++) nanosleep(&ts, NULL);
+  atomic_store(&raw_done, 1);
+  return 0;
+}
+
+__attribute__((noinline)) static void marker_main_sleeps(int n) {
+  const struct timespec ts = {0, 20000};
+  for (int i = 0; i < n; i++) nanosleep(&ts, NULL);
+}
+
+static int raw_clone(void) {
+  const size_t size = 1 << 20;
+  char* stack = malloc(size);
+  const int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                    CLONE_SYSVSEM | CLONE_CHILD_CLEARTID;
+  if (clone(raw_worker, stack + size, flags, NULL, NULL, NULL, &raw_tid_word) < 0) {
+    perror("clone");
+    return 1;
+  }
+  marker_main_sleeps(2000);
+  while (!atomic_load(&raw_done)) sched_yield();
+  // The kernel clears the word when the thread is gone: then its stack is free.
+  while (__atomic_load_n(&raw_tid_word, __ATOMIC_SEQ_CST) != 0)
+    syscall(SYS_futex, &raw_tid_word, FUTEX_WAIT, 1, NULL, NULL, 0);
+  free(stack);
+  printf("raw clone done\n");
+  return 0;
+}
+
 static int alarm_at_exit(void) {
   marker_expired_waits(30000);
   printf("armed\n");
@@ -546,6 +588,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "sigwait") == 0) return sigwait_mode();
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
+  if (strcmp(m, "raw-clone") == 0) return raw_clone();
   if (strcmp(m, "steady") == 0)
     return steady(argc > 2 ? atof(argv[2]) : 60, argc > 3 ? atol(argv[3]) : 100000);
   fprintf(stderr, "lifecycle: unknown mode %s\n", m);
