@@ -194,6 +194,19 @@ TEST_CASE("tracewrap: a process killed before it recorded anything leaves nothin
     CHECK(e.path().filename().string().find("k.trace") == std::string::npos);
 }
 
+TEST_CASE("tracewrap: a run that writes no trace says so", "[tracewrap]") {
+  // env -i drops LD_PRELOAD: echo runs untraced and env recorded nothing.
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("n.trace"), "--", "env", "-i", "/bin/echo", "hi"}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK(r.out == "hi\n");
+  CHECK_THAT(r.err, Catch::Contains("no trace was written"));
+  // A run that writes one does not say it.
+  const ProcResult t = Wrap({"-o", dir.File("t.trace"), "--", "/bin/true"}, dir);
+  CHECK_THAT(t.err, !Catch::Contains("no trace was written"));
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
