@@ -104,6 +104,33 @@ class DeferTermSignals {
   sigset_t old_;
 };
 
+// While the trace is written: the encoder opens the log, the output and the
+// ELF file of every module that named a PC, and a program may end with its
+// descriptors near its soft limit (the trace failed with "Too many open
+// files"). The soft limit is raised to the hard one meanwhile and put back
+// after, so that an exec'd program inherits the limit it would have had.
+class RaiseFdLimit {
+ public:
+  RaiseFdLimit() {
+    if (sys::Syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&old_)) != 0 ||
+        old_.rlim_cur >= old_.rlim_max) {
+      return;
+    }
+    struct rlimit raised = old_;
+    raised.rlim_cur = old_.rlim_max;
+    raised_ = sys::Syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, reinterpret_cast<long>(&raised), 0) == 0;
+  }
+  ~RaiseFdLimit() {
+    if (raised_) sys::Syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, reinterpret_cast<long>(&old_), 0);
+  }
+  RaiseFdLimit(const RaiseFdLimit&) = delete;
+  RaiseFdLimit& operator=(const RaiseFdLimit&) = delete;
+
+ private:
+  struct rlimit old_ {};
+  bool raised_ = false;
+};
+
 // In a termination handler: if another thread is writing the trace, let it
 // finish (at most 30 s, a generous encode), then die as untraced would.
 void AwaitExitEncoder() {
@@ -376,6 +403,7 @@ void Finalize(bool for_exec) {
     sys::Line(out, sizeof out).Str(g.out_path);
   }
   DeferTermSignals defer;
+  RaiseFdLimit fds;
   // Only the root's last image speaks; tracewrap lists the others.
   EncodeInProcess(out, !g.descendant && !for_exec);
 }

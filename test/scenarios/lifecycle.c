@@ -29,6 +29,8 @@
 //                                        timer whose SIGALRM (default action)
 //                                        fires 2 ms after main returns: while
 //                                        the trace is being written
+//     fd-limit                           lowers its soft descriptor limit to
+//                                        64 and ends with 62 descriptors open
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
@@ -560,6 +562,24 @@ static int raw_clone(void) {
   return 0;
 }
 
+__attribute__((noinline)) static void marker_fd_work(void) { timed_wait_us(500); }
+
+static int fd_limit(void) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_max < 128) {
+    printf("hard limit too low\n");
+    return 0;
+  }
+  rl.rlim_cur = 64;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return 1;
+  for (int i = 0; i < 10; i++) marker_fd_work();
+  int opened = 0;
+  while (opened < 59 && open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0) opened++;
+  printf("opened %d\n", opened);
+  return 0;
+}
+
 static int alarm_at_exit(void) {
   marker_expired_waits(30000);
   printf("armed\n");
@@ -589,6 +609,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
+  if (strcmp(m, "fd-limit") == 0) return fd_limit();
   if (strcmp(m, "steady") == 0)
     return steady(argc > 2 ? atof(argv[2]) : 60, argc > 3 ? atol(argv[3]) : 100000);
   fprintf(stderr, "lifecycle: unknown mode %s\n", m);
