@@ -47,7 +47,7 @@ TEST_CASE("4-way mutex contention: -pprof=sync names the contended function and 
   REQUIRE(p.ok);
   CHECK_THAT(p.traces, Catch::Contains("contended_section"));
   CHECK_THAT(p.traces, Catch::Contains("worker"));
-  CHECK_THAT(p.raw, Catch::Contains("contended_section " GOTRACE_SCENARIO_SRC "/mutex_contention.c:14"));
+  CHECK_THAT(p.raw, Catch::Contains("contended_section " GOTRACE_SCENARIO_SRC "/mutex_contention.c:16"));
   // Contended unlocks link their waiters: mutex waits are ended by another
   // worker (the sleeps inside the critical section by g0).
   size_t linked = 0, mutex_waits = 0, sleeps = 0;
