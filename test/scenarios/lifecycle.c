@@ -86,10 +86,23 @@ __attribute__((noinline)) static void marker_after_failed_exec(void) { timed_wai
 __attribute__((noinline)) static void marker_before_crash(void) { timed_wait_us(500); }
 __attribute__((noinline)) static void marker_before_kill(void) { timed_wait_us(500); }
 
+static int worker_rounds;
+
 static void* busy_worker(void* arg) {
   (void)arg;
-  while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) marker_in_worker();
+  while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+    marker_in_worker();
+    __atomic_fetch_add(&worker_rounds, 1, __ATOMIC_SEQ_CST);
+  }
   return NULL;
+}
+
+// Starts busy_worker and returns once it has recorded a wait: on a loaded
+// machine a new thread may not run for milliseconds, and the tests look for
+// its marker in the trace.
+static void start_busy_worker(pthread_t* t) {
+  pthread_create(t, NULL, busy_worker, NULL);
+  while (__atomic_load_n(&worker_rounds, __ATOMIC_SEQ_CST) == 0) usleep(200);
 }
 
 static void no_core_dumps(void) {
@@ -107,7 +120,7 @@ static void at_quick_exit_handler(void) {
 
 static int exit_mode(const char* how) {
   pthread_t t;
-  pthread_create(&t, NULL, busy_worker, NULL);
+  start_busy_worker(&t);
   for (int i = 0; i < 10; i++) marker_before_exit();
   printf("leaving by %s\n", how);
   fflush(stdout);
@@ -195,7 +208,7 @@ static int crash_mode(const char* how) {
   printf("crashing by %s\n", how);
   fflush(stdout);
   pthread_t t[2];
-  pthread_create(&t[0], NULL, busy_worker, NULL);
+  start_busy_worker(&t[0]);
   pthread_create(&t[1], NULL, crashing_worker, NULL);
   pthread_join(t[1], NULL);
   return 0;  // not reached
@@ -203,7 +216,7 @@ static int crash_mode(const char* how) {
 
 static int kill_self(void) {
   pthread_t t;
-  pthread_create(&t, NULL, busy_worker, NULL);
+  start_busy_worker(&t);
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   do {
@@ -225,7 +238,7 @@ static void on_term(int sig) {
 static int signal_mode(const char* how) {
   no_core_dumps();
   pthread_t t;
-  pthread_create(&t, NULL, busy_worker, NULL);
+  start_busy_worker(&t);
   for (int i = 0; i < 10; i++) marker_before_exit();
   printf("ending by %s\n", how);
   fflush(stdout);
@@ -320,7 +333,7 @@ static int sigwait_mode(void) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, NULL);  // inherited by every thread made later
   pthread_t w, s;
-  pthread_create(&w, NULL, busy_worker, NULL);
+  start_busy_worker(&w);
   pthread_create(&s, NULL, sigwait_thread, &set);
   for (int i = 0; i < 5; i++) marker_before_exit();
   kill(getpid(), SIGTERM);
@@ -360,7 +373,7 @@ __attribute__((noinline)) static void child_work(void) {
 
 static int fork_threads(void) {
   pthread_t t;
-  pthread_create(&t, NULL, busy_worker, NULL);
+  start_busy_worker(&t);
   for (int i = 0; i < 5; i++) marker_before_exit();
   // The worker is recording while we fork (H12).
   pid_t pid = fork();
@@ -438,7 +451,7 @@ static int fd_closer(void) {
   int out = dup(1);  // keep a way to report
   dup2(null, 0);
   pthread_t t;
-  pthread_create(&t, NULL, busy_worker, NULL);
+  start_busy_worker(&t);
   for (int i = 0; i < 10; i++) marker_after_close();
   __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
   pthread_join(t, NULL);
@@ -448,7 +461,7 @@ static int fd_closer(void) {
 
 static int exec_fail(void) {
   pthread_t t;
-  pthread_create(&t, NULL, busy_worker, NULL);
+  start_busy_worker(&t);
   for (int i = 0; i < 3; i++) marker_before_exit();
   char* const argv[] = {"nothing", NULL};
   int rc = execve("/nonexistent/nothing", argv, environ);
