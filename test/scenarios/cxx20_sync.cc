@@ -15,12 +15,13 @@ std::atomic<int> turn{0};
 std::counting_semaphore<16> slots{0};
 
 // atomic::wait spins a little before it sleeps on the futex: the pause before
-// handing the turn over makes the other side really sleep.
+// handing the turn over makes the other side really sleep (1 ms: long enough
+// also on a loaded machine, where 100 us often ended inside the spin).
 __attribute__((noinline)) void AtomicPingPong(int me, int rounds) {
   for (int i = 0; i < rounds; ++i) {
     int t;
     while ((t = turn.load()) != me) turn.wait(t);
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     turn.store(1 - me);
     turn.notify_one();
   }
@@ -39,7 +40,7 @@ int main() {
     }
   });
   for (int i = 0; i < 50; ++i) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     slots.release();
   }
   consumer.join();
@@ -51,7 +52,7 @@ int main() {
   for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&, w] {
       for (int r = 0; r < 10; ++r) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100 * (w + 1)));
+        std::this_thread::sleep_for(std::chrono::milliseconds(w + 1));
         work.fetch_add(1);
         phase.arrive_and_wait();
       }
