@@ -81,7 +81,9 @@ TEST_CASE("C++20 atomic wait/notify, counting_semaphore, barrier and latch (fute
   CHECK(s.plain.out == "turn 0 got 50 work 40\n");
   auto [linked, all] = LinkedWakes(s.parsed, "GoBlockSync");
   INFO(linked << " of " << all << " futex waits woken by another thread");
-  CHECK(all >= 20);
+  // ~280 on an idle machine; beside two busy loops on 2 cpus as few as 6
+  // (a waiter that runs late finds the turn already changed and never waits).
+  CHECK(all >= 5);
   CHECK(linked * 10 >= all * 7);
   PprofResult p = Pprof(s.trace, "sync");
   REQUIRE(p.ok);
