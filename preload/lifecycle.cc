@@ -434,6 +434,11 @@ bool EncodeInChild() {
   const long pid = sys::Syscall6(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) return false;
   if (pid == 0) {
+    // Its stderr is ours, not whatever the program has at descriptor 2 now
+    // (a data file, if the program started with stderr closed).
+    long to = sys::g_log_fd;
+    if (to < 0) to = sys::OpenAt(-100, "/dev/null", O_WRONLY | O_CLOEXEC, 0);
+    if (to >= 0 && to != 2) sys::Syscall6(SYS_dup3, to, 2, 0);
     sys::Syscall6(SYS_execve, reinterpret_cast<long>(g_gotrace_bin), reinterpret_cast<long>(argv),
                   reinterpret_cast<long>(envp));
     sys::Syscall6(SYS_exit_group, 127);
@@ -711,9 +716,15 @@ void ReadLineage() {
 __attribute__((constructor(101))) void Init() {
   if (g.phase.load() != Phase::kUninit) return;
   TracerScope tracer;
-  // Keep our own handle on stderr, high and close-on-exec (H27).
+  // Keep our own handle on stderr, high and close-on-exec (H27). A program
+  // started with stderr closed (`2>&-`) gets no lines from us at all: the
+  // next file it opens becomes descriptor 2 and must not receive them.
   const long err = sys::Fcntl(2, F_DUPFD_CLOEXEC, 513);
-  if (err >= 0) sys::g_log_fd = static_cast<int>(err);
+  if (err >= 0) {
+    sys::g_log_fd = static_cast<int>(err);
+  } else if (err == -EBADF) {
+    sys::g_log_fd = -1;
+  }  // else (a descriptor limit under 514): stderr itself
   ReadConfig(&g.config);
   if (!g.config.enabled) {
     g.phase.store(Phase::kDisabled);

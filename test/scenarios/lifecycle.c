@@ -31,6 +31,10 @@
 //                                        the trace is being written
 //     fd-limit                           lowers its soft descriptor limit to
 //                                        64 and ends with 62 descriptors open
+//     stderr-closed FILE [crash]         re-executes itself with descriptor 2
+//                                        closed; the new image opens FILE
+//                                        (it becomes 2), writes "data" to
+//                                        it, then exits (or aborts)
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
@@ -593,6 +597,25 @@ static int fd_limit(void) {
   return 0;
 }
 
+static int stderr_closed(int argc, char** argv, int child) {
+  if (argc < 3) return 2;
+  const int crash = argc > 3 && strcmp(argv[3], "crash") == 0;
+  if (!child) {
+    char* const args[] = {argv[0], "stderr-closed-child", argv[2], crash ? "crash" : NULL, NULL};
+    close(2);
+    execv("/proc/self/exe", args);
+    return 127;
+  }
+  no_core_dumps();
+  const int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  for (int i = 0; i < 5; i++) marker_before_exit();
+  if (write(fd, "data\n", 5) != 5) return 1;
+  printf("data on descriptor %d\n", fd);
+  fflush(stdout);
+  if (crash) abort();
+  return 0;
+}
+
 static int alarm_at_exit(void) {
   marker_expired_waits(30000);
   printf("armed\n");
@@ -622,6 +645,8 @@ int main(int argc, char** argv) {
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
+  if (strcmp(m, "stderr-closed") == 0) return stderr_closed(argc, argv, 0);
+  if (strcmp(m, "stderr-closed-child") == 0) return stderr_closed(argc, argv, 1);
   if (strcmp(m, "fd-limit") == 0) return fd_limit();
   if (strcmp(m, "steady") == 0)
     return steady(argc > 2 ? atof(argv[2]) : 60, argc > 3 ? atol(argv[3]) : 100000);

@@ -414,6 +414,28 @@ TEST_CASE("a program that ends near its descriptor limit still gets its trace", 
   CheckSyncNames(s.trace, "marker_fd_work");
 }
 
+TEST_CASE("started with stderr closed: no line of ours lands in the program's files",
+          "[lifecycle]") {
+  // The program's first file becomes descriptor 2; the summary line (normal
+  // exit) and the recovery child's output (abort) must not go there.
+  for (const char* how : {"exit", "crash"}) {
+    INFO(how);
+    TempDir dir;
+    const std::string data = dir.File("data.txt");
+    std::vector<std::string> argv = {Lifecycle(), "stderr-closed", data};
+    if (std::string(how) == "crash") argv.push_back("crash");
+    ProcOptions o;
+    o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("closed.trace")};
+    const ProcResult r = RunProcess(argv, o);
+    INFO(r.Describe() << "\n" << r.err);
+    CHECK(r.out == "data on descriptor 2\n");
+    std::ifstream in(data);
+    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(content == "data\n");
+    CHECK(CheckAllTraces(dir) >= 1);
+  }
+}
+
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
