@@ -189,8 +189,11 @@ bool OpenLog() {
       sys::Log(m.c_str());
       return false;
     }
-    // Keep our descriptor out of the range programs close or dup2 over (H27).
-    const long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 512);
+    // Keep our descriptor out of the range programs close or dup2 over (H27),
+    // and never at 0, 1 or 2 (a program started with one of them closed
+    // would write its output into our log).
+    long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 512);
+    if (high < 0 && fd < 3) high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 3);
     if (high >= 0) {
       sys::Close(static_cast<int>(fd));
       g.log_fd = static_cast<int>(high);

@@ -35,6 +35,9 @@
 //                                        closed; the new image opens FILE
 //                                        (it becomes 2), writes "data" to
 //                                        it, then exits (or aborts)
+//     stdout-closed                      re-executes itself with descriptor 1
+//                                        closed and a descriptor limit of 100,
+//                                        then prints 200 lines (to nowhere)
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
@@ -616,6 +619,24 @@ static int stderr_closed(int argc, char** argv, int child) {
   return 0;
 }
 
+static int stdout_closed(char** argv, int child) {
+  if (!child) {
+    struct rlimit r = {100, 100};
+    if (setrlimit(RLIMIT_NOFILE, &r) != 0) return 2;
+    char* const args[] = {argv[0], "stdout-closed-child", NULL};
+    close(1);
+    execv("/proc/self/exe", args);
+    return 127;
+  }
+  int failed = 0;
+  for (int i = 0; i < 200; i++) {
+    if (printf("line %d\n", i) < 0 || fflush(stdout) != 0) failed++;
+    marker_fd_work();
+  }
+  fprintf(stderr, "%d writes failed\n", failed);
+  return 0;
+}
+
 static int alarm_at_exit(void) {
   marker_expired_waits(30000);
   printf("armed\n");
@@ -646,6 +667,8 @@ int main(int argc, char** argv) {
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
   if (strcmp(m, "stderr-closed") == 0) return stderr_closed(argc, argv, 0);
+  if (strcmp(m, "stdout-closed") == 0) return stdout_closed(argv, 0);
+  if (strcmp(m, "stdout-closed-child") == 0) return stdout_closed(argv, 1);
   if (strcmp(m, "stderr-closed-child") == 0) return stderr_closed(argc, argv, 1);
   if (strcmp(m, "fd-limit") == 0) return fd_limit();
   if (strcmp(m, "steady") == 0)

@@ -436,6 +436,22 @@ TEST_CASE("started with stderr closed: no line of ours lands in the program's fi
   }
 }
 
+TEST_CASE("started with stdout closed and a low descriptor limit: the log is not descriptor 1",
+          "[lifecycle]") {
+  // With the limit under 512 the log cannot move high; it must still not
+  // take the free slot 1, or the program's output goes into the log.
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("out.trace")};
+  const ProcResult traced = RunProcess({Lifecycle(), "stdout-closed"}, o);
+  const ProcResult plain = RunProcess({Lifecycle(), "stdout-closed"});
+  INFO(traced.Describe() << "\n" << traced.err);
+  CHECK(traced.Exited(0));
+  CHECK_THAT(plain.err, Catch::Contains("200 writes failed"));
+  CHECK_THAT(traced.err, Catch::Contains("200 writes failed"));  // as untraced: EBADF
+  CHECK(CheckAllTraces(dir) == 1);
+}
+
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
