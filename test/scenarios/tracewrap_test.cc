@@ -194,6 +194,44 @@ TEST_CASE("tracewrap: a process killed before it recorded anything leaves nothin
     CHECK(e.path().filename().string().find("k.trace") == std::string::npos);
 }
 
+TEST_CASE("tracewrap: a background job that outlives the program keeps its log and traces itself",
+          "[tracewrap]") {
+  // Its log is still open when the program ends: not a killed process's. It
+  // must be left alone (recovering it, or removing it as empty, took the log
+  // from under the job, whose own trace then failed).
+  TempDir dir;
+  const ProcResult r =
+      Wrap({"-o", dir.File("bg.trace"), "--", "sh", "-c", "(sleep 1.5; echo bg-done >&2) & echo fg"},
+           dir);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK_THAT(r.err, Catch::Contains("still running"));
+  CHECK_THAT(r.err, !Catch::Contains("recorded nothing"));
+  CHECK_THAT(r.err, !Catch::Contains("recovered"));
+  // The job ends later and writes its own traces (the subshell and sleep).
+  size_t traces = 0;
+  for (int i = 0; i < 100; ++i) {
+    usleep(50000);
+    traces = 0;
+    size_t logs = 0;
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      const std::string n = e.path().filename().string();
+      if (n.find(".gtlog") != std::string::npos) ++logs;
+      else if (n.rfind("bg.trace.", 0) == 0) ++traces;
+    }
+    if (logs == 0 && traces >= 1) break;
+  }
+  CHECK(traces >= 1);
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    const std::string n = e.path().filename().string();
+    CHECK(n.find(".gtlog") == std::string::npos);
+    if (n.rfind("bg.trace", 0) == 0) {
+      INFO(n);
+      CHECK(ParseWithGo(e.path().string()).ok);
+    }
+  }
+}
+
 TEST_CASE("tracewrap: a run that writes no trace says so", "[tracewrap]") {
   // env -i drops LD_PRELOAD: echo runs untraced and env recorded nothing.
   TempDir dir;
