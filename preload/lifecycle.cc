@@ -488,11 +488,18 @@ void InstallCrashHandler(int sig, const struct sigaction& app);
 
 void CrashHandler(int sig, siginfo_t* info, void* uc) {
   const int saved_errno = errno;
-  if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
-  g_in_crash.store(0);
   struct sigaction app = g_app_action[sig];
+  const bool program_handles = app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN;
+  // Only when the default action is about to end the process: a handler of
+  // the program's own may recover (a guard page it unprotects, a siglongjmp
+  // out of a probe), and then tracing goes on. If it ends the process it
+  // does so through exit, _exit or abort, which write the trace.
+  if (!program_handles) {
+    if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
+    g_in_crash.store(0);
+  }
   if (app.sa_flags & SA_RESETHAND) g_app_action[sig].sa_handler = SIG_DFL;
-  if (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN) {
+  if (!program_handles) {
     // As untraced: the kernel's action. A fault re-executes the instruction
     // and meets the restored action; a sent signal is sent again.
     struct sigaction dfl {};

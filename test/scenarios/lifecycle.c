@@ -38,6 +38,9 @@
 //     stdout-closed                      re-executes itself with descriptor 1
 //                                        closed and a descriptor limit of 100,
 //                                        then prints 200 lines (to nowhere)
+//     segv-recover                       3 faults its own SIGSEGV handler
+//                                        recovers from (siglongjmp), with
+//                                        recorded waits before and after
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
@@ -49,6 +52,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -637,6 +641,33 @@ static int stdout_closed(char** argv, int child) {
   return 0;
 }
 
+static sigjmp_buf probe_jump;
+static void probe_fault(int sig) {
+  (void)sig;
+  siglongjmp(probe_jump, 1);
+}
+__attribute__((noinline)) static void marker_after_fault(void) { timed_wait_us(500); }
+
+static int segv_recover(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = probe_fault;
+  sigaction(SIGSEGV, &sa, NULL);
+  int handled = 0;
+  for (int i = 0; i < 3; i++) {
+    marker_before_crash();
+    if (sigsetjmp(probe_jump, 1) == 0) {
+      volatile int* p = (volatile int*)16;
+      *p = 1;
+    } else {
+      handled++;
+    }
+    marker_after_fault();
+  }
+  printf("faults handled: %d\n", handled);
+  return 0;
+}
+
 static int alarm_at_exit(void) {
   marker_expired_waits(30000);
   printf("armed\n");
@@ -666,6 +697,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
+  if (strcmp(m, "segv-recover") == 0) return segv_recover();
   if (strcmp(m, "stderr-closed") == 0) return stderr_closed(argc, argv, 0);
   if (strcmp(m, "stdout-closed") == 0) return stdout_closed(argv, 0);
   if (strcmp(m, "stdout-closed-child") == 0) return stdout_closed(argv, 1);

@@ -452,6 +452,20 @@ TEST_CASE("started with stdout closed and a low descriptor limit: the log is not
   CHECK(CheckAllTraces(dir) == 1);
 }
 
+TEST_CASE("faults the program's own handler recovers from are not crashes", "[lifecycle]") {
+  // A SIGSEGV handler that siglongjmps out (a probe, a guard page): the
+  // program goes on, so must tracing, with no "crashed" line.
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "segv-recover"}, dir);
+  CHECK(s.plain.out == "faults handled: 3\n");
+  CHECK(s.plain.Exited(0));
+  CHECK_THAT(s.traced.err, !Catch::Contains("crashed"));
+  CheckSyncNames(s.trace, "marker_after_fault");
+  size_t waits = 0;
+  for (const GoEvent* e : s.parsed.Find("GoBlockCond")) waits += e->g != 0;
+  CHECK(waits == 6);  // 3 before and 3 after the faults
+}
+
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
