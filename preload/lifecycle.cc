@@ -76,6 +76,21 @@ char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
 struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
 std::atomic<int> g_in_crash{0};
+// A fault the program's own handler is handling: the signal, the thread and
+// our handler's frame (a frame deeper on that stack is inside the handler).
+std::atomic<int> g_fault_sig{0};
+std::atomic<long> g_fault_tid{0};
+std::atomic<uintptr_t> g_fault_frame{0};
+
+// Whether the caller runs inside the program's handler for a fault (so the
+// process may be in any state), rather than after it jumped out of it.
+bool InFaultHandler() {
+  if (g_fault_sig.load(std::memory_order_seq_cst) == 0) return false;
+  const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const uintptr_t handler = g_fault_frame.load(std::memory_order_seq_cst);
+  return sys::GetTid() == g_fault_tid.load(std::memory_order_seq_cst) && frame < handler &&
+         handler - frame < (8u << 20);
+}
 
 // The thread writing this image's trace at exit or exec (0: none). A
 // termination signal that arrives meanwhile (a pool's terminate() sending
@@ -381,8 +396,16 @@ void EncodeInProcess(const char* out_path, bool announce) {
 }
 
 // Ends this image's trace. `for_exec`: the image is about to exec another.
+void CrashFlush(int sig, bool in_handler = false);
+
 void Finalize(bool for_exec) {
   if (sys::GetPid() != g.pid) return;  // a vfork child: the memory is the parent's
+  if (InFaultHandler()) {
+    // Ended from the program's handler for a fault: no allocation, no
+    // dlopen here (see CrashHandler).
+    CrashFlush(g_fault_sig.load(std::memory_order_seq_cst), /*in_handler=*/true);
+    return;
+  }
   // The heap's last sample, while this thread may still record (_exit and
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
@@ -459,7 +482,9 @@ bool EncodeInChild() {
   return false;
 }
 
-void CrashFlush(int sig) {
+// `in_handler`: the program's own handler for the fault `sig` is ending the
+// process (exit, _exit, exec from the handler).
+void CrashFlush(int sig, bool in_handler) {
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
@@ -468,7 +493,8 @@ void CrashFlush(int sig) {
   char buf[1400];
   sys::Line m(buf, sizeof buf);
   const bool crash = IsCrashSignal(sig);
-  m.Str(crash ? "the program crashed (signal " : "the program was ended by signal ");
+  m.Str(in_handler ? "the program ended in its own handler (signal "
+                   : crash ? "the program crashed (signal " : "the program was ended by signal ");
   m.U64(static_cast<uint64_t>(sig));
   if (!crash) m.Str(" (").Str(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
   if (EncodeInChild()) {
@@ -497,6 +523,15 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
   if (!program_handles) {
     if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
     g_in_crash.store(0);
+  } else {
+    // While the program's handler runs after a fault, the process may be in
+    // any state (a crash inside malloc holds its lock): if the handler ends
+    // the process, the trace is written the crash way (Finalize). If it
+    // jumps out instead, a later exit is told apart by its frame.
+    g_fault_tid.store(sys::GetTid(), std::memory_order_seq_cst);
+    g_fault_frame.store(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)),
+                        std::memory_order_seq_cst);
+    g_fault_sig.store(sig, std::memory_order_seq_cst);
   }
   if (app.sa_flags & SA_RESETHAND) g_app_action[sig].sa_handler = SIG_DFL;
   if (!program_handles) {
@@ -507,10 +542,13 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
     GT_REAL(sigaction)(sig, &dfl, nullptr);
     if (info == nullptr || info->si_code <= 0 || sig == SIGABRT)
       sys::Syscall6(SYS_tgkill, sys::GetPid(), sys::GetTid(), sig);
-  } else if (app.sa_flags & SA_SIGINFO) {
-    app.sa_sigaction(sig, info, uc);
   } else {
-    app.sa_handler(sig);
+    if (app.sa_flags & SA_SIGINFO) {
+      app.sa_sigaction(sig, info, uc);
+    } else {
+      app.sa_handler(sig);
+    }
+    g_fault_sig.store(0, std::memory_order_seq_cst);  // it returned: recovered
   }
   errno = saved_errno;
 }

@@ -41,6 +41,7 @@
 //     segv-recover                       3 faults its own SIGSEGV handler
 //                                        recovers from (siglongjmp), with
 //                                        recorded waits before and after
+//     segv-handler-exit                  a fault whose handler calls _exit(42)
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
@@ -648,6 +649,25 @@ static void probe_fault(int sig) {
 }
 __attribute__((noinline)) static void marker_after_fault(void) { timed_wait_us(500); }
 
+static void fault_exit(int sig) {
+  (void)sig;
+  static const char msg[] = "handler exits\n";
+  ssize_t n = write(1, msg, sizeof msg - 1);
+  (void)n;
+  _exit(42);
+}
+
+static int segv_handler_exit(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fault_exit;
+  sigaction(SIGSEGV, &sa, NULL);
+  for (int i = 0; i < 3; i++) marker_before_crash();
+  volatile int* p = (volatile int*)16;
+  *p = 1;
+  return 0;
+}
+
 static int segv_recover(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -698,6 +718,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
   if (strcmp(m, "segv-recover") == 0) return segv_recover();
+  if (strcmp(m, "segv-handler-exit") == 0) return segv_handler_exit();
   if (strcmp(m, "stderr-closed") == 0) return stderr_closed(argc, argv, 0);
   if (strcmp(m, "stdout-closed") == 0) return stdout_closed(argv, 0);
   if (strcmp(m, "stdout-closed-child") == 0) return stdout_closed(argv, 1);

@@ -466,6 +466,18 @@ TEST_CASE("faults the program's own handler recovers from are not crashes", "[li
   CHECK(waits == 6);  // 3 before and 3 after the faults
 }
 
+TEST_CASE("a fault handler of the program's that exits: status as untraced, trace written",
+          "[lifecycle]") {
+  // _exit from inside the handler: the process may be in any state there,
+  // so the trace is written the crash way (a separate process).
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "segv-handler-exit"}, dir);
+  CHECK(s.plain.out == "handler exits\n");
+  CHECK(s.plain.Exited(42));
+  CHECK_THAT(s.traced.err, Catch::Contains("ended in its own handler (signal 11)"));
+  CheckSyncNames(s.trace, "marker_before_crash");
+}
+
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
