@@ -549,6 +549,13 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
       app.sa_handler(sig);
     }
     g_fault_sig.store(0, std::memory_order_seq_cst);  // it returned: recovered
+    // ...except from abort(): when the handler returns, glibc puts back the
+    // default action itself (not through sigaction) and raises again, so
+    // this is the last moment to write the trace.
+    if (sig == SIGABRT) {
+      if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
+      g_in_crash.store(0);
+    }
   }
   errno = saved_errno;
 }

@@ -42,6 +42,8 @@
 //                                        recovers from (siglongjmp), with
 //                                        recorded waits before and after
 //     segv-handler-exit                  a fault whose handler calls _exit(42)
+//     abort-handler-returns              abort() with a SIGABRT handler that
+//                                        returns (glibc then dies by SIGABRT)
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
@@ -668,6 +670,23 @@ static int segv_handler_exit(void) {
   return 0;
 }
 
+static void abort_returns(int sig) {
+  (void)sig;
+  static const char msg[] = "abort handler returns\n";
+  ssize_t n = write(1, msg, sizeof msg - 1);
+  (void)n;
+}
+
+static int abort_handler_returns(void) {
+  no_core_dumps();
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = abort_returns;
+  sigaction(SIGABRT, &sa, NULL);
+  for (int i = 0; i < 3; i++) marker_before_crash();
+  abort();
+}
+
 static int segv_recover(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -719,6 +738,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
   if (strcmp(m, "segv-recover") == 0) return segv_recover();
   if (strcmp(m, "segv-handler-exit") == 0) return segv_handler_exit();
+  if (strcmp(m, "abort-handler-returns") == 0) return abort_handler_returns();
   if (strcmp(m, "stderr-closed") == 0) return stderr_closed(argc, argv, 0);
   if (strcmp(m, "stdout-closed") == 0) return stdout_closed(argv, 0);
   if (strcmp(m, "stdout-closed-child") == 0) return stdout_closed(argv, 1);

@@ -478,6 +478,18 @@ TEST_CASE("a fault handler of the program's that exits: status as untraced, trac
   CheckSyncNames(s.trace, "marker_before_crash");
 }
 
+TEST_CASE("abort() with a SIGABRT handler that returns: dies as untraced, trace written",
+          "[lifecycle]") {
+  // glibc restores the default action itself (not through sigaction) and
+  // raises again once the handler returns: the trace is written in between.
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "abort-handler-returns"}, dir);
+  CHECK(s.plain.out == "abort handler returns\n");
+  CHECK(s.plain.term_signal == SIGABRT);
+  CHECK_THAT(s.traced.err, Catch::Contains("crashed (signal 6)"));
+  CheckSyncNames(s.trace, "marker_before_crash");
+}
+
 TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
