@@ -19,10 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int waiting;
-static unsigned gen;
+#include "scenario_handoff.h"
+
 static char dir[PATH_MAX];
 static void* bases[3];
 
@@ -32,6 +30,7 @@ static void Wait(void) {
   waiting = 1;
   while (gen == g0) pthread_cond_wait(&cv, &mu);
   waiting = 0;
+  served++;
   pthread_mutex_unlock(&mu);
 }
 
@@ -67,24 +66,6 @@ static void* new_thread(void* ok) {
   return NULL;
 }
 
-// Releases `waits` waits, one at a time, each once its waiter waits.
-static void Release(int waits) {
-  for (int i = 0; i < waits; i++) {
-    for (;;) {
-      pthread_mutex_lock(&mu);
-      if (waiting) {
-        waiting = 0;
-        gen++;
-        pthread_cond_broadcast(&cv);
-        pthread_mutex_unlock(&mu);
-        break;
-      }
-      pthread_mutex_unlock(&mu);
-      usleep(1000);
-    }
-  }
-}
-
 int main(int argc, char** argv) {
   (void)argc;
   snprintf(dir, sizeof dir, "%s", argv[0]);
@@ -95,10 +76,10 @@ int main(int argc, char** argv) {
   int ok_old = 0, ok_new = 0;
   pthread_t t;
   pthread_create(&t, NULL, old_thread, &ok_old);
-  Release(2);
+  release_waits(2);
   pthread_join(t, NULL);
   pthread_create(&t, NULL, new_thread, &ok_new);
-  Release(1);
+  release_waits(1);
   pthread_join(t, NULL);
   printf("cfi reload %s\n", ok_old && ok_new ? "ok" : "failed");
   fprintf(stderr, "same address: %s\n",

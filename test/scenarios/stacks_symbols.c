@@ -10,12 +10,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "scenario_handoff.h"
+
 enum { kRounds = 3 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int waiting, served;
-static unsigned gen;
 static volatile unsigned long sink;
 
 __attribute__((noinline)) static void symbols_wait(void) {
@@ -45,19 +43,7 @@ int main(void) {
   int rounds = kRounds;
   pthread_t t;
   pthread_create(&t, NULL, symbols_worker, &rounds);
-  for (int i = 0; i < rounds; i++) {
-    for (;;) {
-      pthread_mutex_lock(&mu);
-      if (waiting && served == i) {
-        gen++;
-        pthread_cond_broadcast(&cv);
-        pthread_mutex_unlock(&mu);
-        break;
-      }
-      pthread_mutex_unlock(&mu);
-      usleep(1000);
-    }
-  }
+  release_waits(rounds);
   pthread_join(t, NULL);
   printf("symbols rounds %d served %d\n", rounds, served);
   return served == rounds ? 0 : 1;
