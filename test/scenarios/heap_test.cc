@@ -65,35 +65,6 @@ void CheckNeverNegative(const std::vector<HeapSample>& v) {
   }
 }
 
-// RunTraced with an environment for both runs (LD_PRELOAD of a helper
-// library or an allocator, which the traced run puts after libgotrace.so).
-ScenarioRun RunWithPreload(const std::vector<std::string>& argv, const TempDir& dir,
-                           const std::string& after_us) {
-  ScenarioRun s;
-  ProcOptions plain;
-  plain.env = {"LD_PRELOAD=" + after_us};
-  s.plain = RunProcess(argv, plain);
-  INFO("plain run: " << s.plain.Describe() << "\n" << s.plain.err);
-  REQUIRE_FALSE(s.plain.timed_out);
-  const std::string out = dir.File("scenario.trace");
-  ProcOptions o;
-  o.env = {"LD_PRELOAD=" + PreloadLib() + ":" + after_us, "GOTRACE_OUT=" + out};
-  s.traced = RunProcess(argv, o);
-  INFO("traced run: " << s.traced.Describe() << "\nstderr:\n" << s.traced.err);
-  REQUIRE_FALSE(s.traced.timed_out);
-  CHECK(s.traced.out == s.plain.out);
-  CHECK(s.traced.exit_code == s.plain.exit_code);
-  CHECK(s.traced.term_signal == s.plain.term_signal);
-  s.trace = out;
-  s.parsed = ParseWithGo(out);
-  INFO("go tool trace -d: " << s.parsed.error);
-  REQUIRE(s.parsed.ok);
-  const std::string w = WebCheck(out);
-  INFO("web check: " << w);
-  REQUIRE(w.empty());
-  return s;
-}
-
 TEST_CASE("heap grows to 100 MiB in 1 MiB steps and is freed: peak within 5 %, end at the start",
           "[heap]") {
   TempDir dir;
@@ -155,8 +126,8 @@ TEST_CASE("storm with jemalloc preloaded after libgotrace.so (H10)", "[heap]") {
   TempDir dir;
   // pvalloc is left out: jemalloc has none and glibc's bypasses malloc, so
   // its block cannot be given to jemalloc's free, traced or not.
-  ScenarioRun s = RunWithPreload({Scenario("heap_storm"), "4", "200000", "--no-pvalloc"}, dir,
-                                 kJemalloc);
+  ScenarioRun s = RunTraced({Scenario("heap_storm"), "4", "200000", "--no-pvalloc"}, dir, {},
+                            /*web=*/true, kJemalloc);
   REQUIRE(s.plain.Exited(0));
   CHECK_THAT(s.plain.out, Catch::Contains("errors 0"));
   const std::vector<HeapSample> v = HeapSamples(s.parsed);
@@ -189,7 +160,8 @@ TEST_CASE("memory allocated before our constructor and freed while traced: never
   TempDir dir;
   // libheap_early_lib.so, after us in LD_PRELOAD, is initialized before us:
   // its constructor's 64 MiB are in the baseline, not in any thread's count.
-  ScenarioRun s = RunWithPreload({Scenario("heap_early")}, dir, Scenario("libheap_early_lib.so"));
+  ScenarioRun s = RunTraced({Scenario("heap_early")}, dir, {}, /*web=*/true,
+                            Scenario("libheap_early_lib.so"));
   REQUIRE(s.plain.Exited(0));
   const std::vector<HeapSample> v = HeapSamples(s.parsed);
   INFO(Describe(v));

@@ -47,16 +47,21 @@ struct ScenarioRun {
 };
 
 // Runs argv plain and traced (trace into dir/NAME.trace), compares them and
-// validates the trace. `extra_env` goes to the traced run only.
+// validates the trace. `extra_env` goes to the traced run only. `preload_after`:
+// a library preloaded in both runs (after libgotrace.so in the traced one).
 inline ScenarioRun RunTraced(const std::vector<std::string>& argv, const TempDir& dir,
-                             std::vector<std::string> extra_env = {}, bool web = true) {
+                             std::vector<std::string> extra_env = {}, bool web = true,
+                             const std::string& preload_after = "") {
   ScenarioRun s;
-  s.plain = RunProcess(argv);
+  ProcOptions plain;
+  if (!preload_after.empty()) plain.env = {"LD_PRELOAD=" + preload_after};
+  s.plain = RunProcess(argv, plain);
   INFO("plain run: " << s.plain.Describe() << "\n" << s.plain.err);
   REQUIRE_FALSE(s.plain.timed_out);
   const std::string out = dir.File("scenario.trace");
   ProcOptions o;
-  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + out};
+  o.env = {"LD_PRELOAD=" + PreloadLib() + (preload_after.empty() ? "" : ":" + preload_after),
+           "GOTRACE_OUT=" + out};
   o.env.insert(o.env.end(), extra_env.begin(), extra_env.end());
   s.traced = RunProcess(argv, o);
   INFO("traced run: " << s.traced.Describe() << "\nstderr:\n" << s.traced.err);
