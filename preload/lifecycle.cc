@@ -75,7 +75,6 @@ alignas(64) uint8_t g_flusher_scratch[(64u << 20) + 8192];
 char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
 struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
-std::atomic<int> g_in_crash{0};
 // A fault the program's own handler is handling: the signal, the thread and
 // our handler's frame (a frame deeper on that stack is inside the handler).
 std::atomic<int> g_fault_sig{0};
@@ -485,6 +484,8 @@ bool EncodeInChild() {
 // `in_handler`: the program's own handler for the fault `sig` is ending the
 // process (exit, _exit, exec from the handler).
 void CrashFlush(int sig, bool in_handler) {
+  // Once per process: a second fault (also one inside this flush) finds the
+  // phase already moved and goes straight to its action.
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
@@ -521,8 +522,7 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
   // out of a probe), and then tracing goes on. If it ends the process it
   // does so through exit, _exit or abort, which write the trace.
   if (!program_handles) {
-    if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
-    g_in_crash.store(0);
+    CrashFlush(sig);
   } else {
     // While the program's handler runs after a fault, the process may be in
     // any state (a crash inside malloc holds its lock): if the handler ends
@@ -553,8 +553,7 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
     // default action itself (not through sigaction) and raises again, so
     // this is the last moment to write the trace.
     if (sig == SIGABRT) {
-      if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
-      g_in_crash.store(0);
+      CrashFlush(sig);
     }
   }
   errno = saved_errno;
@@ -577,7 +576,7 @@ void InstallCrashHandler(int sig, const struct sigaction& app) {
 void TermHandler(int sig, siginfo_t*, void*) {
   const int saved_errno = errno;
   AwaitExitEncoder();
-  if (g_in_crash.exchange(1) == 0) CrashFlush(sig);
+  CrashFlush(sig);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   GT_REAL(sigaction)(sig, &dfl, nullptr);
