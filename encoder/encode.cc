@@ -73,21 +73,24 @@ bool LinkUnnamed(int fd, const std::string& cand) {
   return ::linkat(AT_FDCWD, proc, AT_FDCWD, cand.c_str(), AT_SYMLINK_FOLLOW) == 0;
 }
 
-// Gives the unnamed file its final name according to the mode (never
-// kOverwrite, which uses a named file); returns the name. `*unnameable`:
-// linkat refused for another reason than a name in use.
-Status PublishUnnamed(int fd, const std::string& out, OutputMode mode, std::string* final_path,
-                      bool* unnameable) {
-  *unnameable = false;
+// Gives a finished file its final name: `out`, else (kSuffix) the first of
+// out.1, out.2, ... that is free. `link(cand)` names the file cand without
+// ever replacing one (0, or the errno: EEXIST if the name is taken). On any
+// other error `*link_failed` is set.
+template <typename Link>
+Status NameFile(const std::string& out, OutputMode mode, Link link, std::string* final_path,
+                bool* link_failed) {
+  *link_failed = false;
   for (unsigned n = 0; n < 10000; ++n) {
     const std::string cand = n == 0 ? out : WithSuffix(out, n);
-    if (LinkUnnamed(fd, cand)) {
+    const int err = link(cand);
+    if (err == 0) {
       *final_path = cand;
       return Status::Ok();
     }
-    if (errno != EEXIST) {
-      *unnameable = true;
-      return Status::Error(cand + ": cannot create: " + std::strerror(errno));
+    if (err != EEXIST) {
+      *link_failed = true;
+      return Status::Error(cand + ": cannot create: " + std::strerror(err));
     }
     if (mode == OutputMode::kExclusive)
       return Status::Error(out + ": already exists (not overwriting it)");
@@ -114,7 +117,7 @@ bool CopyFile(int from, int to) {
   }
 }
 
-// Moves tmp to its final name according to the mode; returns the name.
+// Moves the named temporary file to its final name; returns the name.
 Status Publish(const std::string& tmp, const std::string& out, OutputMode mode,
                std::string* final_path) {
   if (mode == OutputMode::kOverwrite) {
@@ -123,26 +126,18 @@ Status Publish(const std::string& tmp, const std::string& out, OutputMode mode,
     *final_path = out;
     return Status::Ok();
   }
-  for (unsigned n = 0; n < 10000; ++n) {
-    const std::string cand = n == 0 ? out : WithSuffix(out, n);
+  bool link_failed;
+  return NameFile(out, mode, [&](const std::string& cand) {
     // link() fails with EEXIST instead of replacing: exclusive creation.
     if (::link(tmp.c_str(), cand.c_str()) == 0) {
       ::unlink(tmp.c_str());
-      *final_path = cand;
-      return Status::Ok();
+      return 0;
     }
-    if (errno != EEXIST) {
-      // Filesystems without hard links: fall back to a checked rename.
-      if (!Exists(cand) && ::rename(tmp.c_str(), cand.c_str()) == 0) {
-        *final_path = cand;
-        return Status::Ok();
-      }
-      return Status::Error(cand + ": cannot create: " + std::strerror(errno));
-    }
-    if (mode == OutputMode::kExclusive)
-      return Status::Error(out + ": already exists (not overwriting it)");
-  }
-  return Status::Error(out + ": too many existing files with this name");
+    const int err = errno;
+    // Filesystems without hard links: a checked rename.
+    if (err != EEXIST && !Exists(cand) && ::rename(tmp.c_str(), cand.c_str()) == 0) return 0;
+    return err;
+  }, final_path, &link_failed);
 }
 
 }  // namespace
@@ -208,7 +203,10 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
     // Named while still open (the name goes through /proc), then closed; a
     // deferred write error takes the name back.
     bool unnameable = false;
-    Status st = PublishUnnamed(fd, output, opts.output_mode, &stats->output_path, &unnameable);
+    Status st = NameFile(
+        output, opts.output_mode,
+        [fd](const std::string& cand) { return LinkUnnamed(fd, cand) ? 0 : errno; },
+        &stats->output_path, &unnameable);
     if (unnameable) {
       // Could not be named (linkat refused it): a named copy instead.
       tmp.path = output + ".tmp.XXXXXX";
