@@ -38,8 +38,10 @@ log::FdClass ClassifySlow(int fd) {
 }
 
 void ForgetRange(unsigned lo, unsigned hi) {
+  // Reads first: close_range(3, ~0U) must not write (and so touch) every
+  // page of the table.
   for (unsigned fd = lo; fd <= hi && fd < static_cast<unsigned>(kTableSize); ++fd)
-    g_table[fd].store(0, std::memory_order_relaxed);
+    if (g_table[fd].load(std::memory_order_relaxed) != 0) g_table[fd].store(0, std::memory_order_relaxed);
 }
 
 }  // namespace gotrace::fdclass

@@ -18,7 +18,11 @@
 
 namespace gotrace::fdclass {
 
-inline constexpr int kTableSize = 1 << 16;
+// Every descriptor Linux can hand out (fs.nr_open is at most 2^20 by
+// default): a server's sockets above 65535 are cached too, not fstat'ed on
+// every call. 1 MiB of zero-fill-on-demand memory: only pages of
+// descriptors in use are ever touched.
+inline constexpr int kTableSize = 1 << 20;
 // Stores class + 1; 0 means "not known yet".
 extern std::atomic<uint8_t> g_table[kTableSize];
 
