@@ -245,6 +245,20 @@ TEST_CASE("tracewrap: a run that writes no trace says so", "[tracewrap]") {
   CHECK_THAT(t.err, !Catch::Contains("no trace was written"));
 }
 
+TEST_CASE("tracewrap: the program's signal dispositions are its own (^C reaches it)",
+          "[tracewrap]") {
+  // tracewrap ignores INT and QUIT while it waits; its child must not.
+  TempDir dir;
+  const std::vector<std::string> prog = {"grep", "^SigIgn", "/proc/self/status"};
+  const ProcResult plain = RunProcess(prog);
+  std::vector<std::string> args = {"-q", "-o", dir.File("s.trace"), "--"};
+  args.insert(args.end(), prog.begin(), prog.end());
+  const ProcResult r = Wrap(args, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK(r.out == plain.out);
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
