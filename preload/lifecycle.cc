@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "encoder/encode_api.h"
 #include "preload/heap.h"
@@ -267,10 +268,11 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
   }
   {
     ProcLock lock{ProcLock::Try{}};
-    if (!lock.held() && !in_signal_handler) {
-      ProcLock wait;  // not in a handler: the holder is another thread, finishing soon
-    }
-    if (lock.held() || !in_signal_handler) {
+    // Not in a handler: the holder is another thread, finishing soon; wait
+    // for it, and hold the lock for the whole final flush.
+    std::optional<ProcLock> waited;
+    if (!lock.held() && !in_signal_handler) waited.emplace();
+    if (lock.held() || waited) {
       if (!in_signal_handler) RescanLocked(false, false, true);  // dl_iterate_phdr is not AS-safe
       ProcReserve(128, true);
       AppendClockSync(&ProcWriter(), sys::CurrentCpu());
@@ -409,6 +411,9 @@ void Finalize(bool for_exec) {
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
   if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) FinishHeap();
+  // Before the phase moves: from then on a termination signal's own flush
+  // stands aside, so it must wait for this one instead.
+  DeferTermSignals defer;
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
@@ -427,7 +432,6 @@ void Finalize(bool for_exec) {
   } else {
     sys::Line(out, sizeof out).Str(g.out_path);
   }
-  DeferTermSignals defer;
   RaiseFdLimit fds;
   // Only the root's last image speaks; tracewrap lists the others.
   EncodeInProcess(out, !g.descendant && !for_exec);
@@ -456,7 +460,20 @@ bool EncodeInChild() {
   const char* argv[] = {g_gotrace_bin, "recover", "--offline", "--fast-symbols", "--quiet",
                         g.log_path,    "-o",      out,         nullptr};
   const char* envp[] = {"GOTRACE_DISABLE=1", nullptr};
-  const long pid = sys::Syscall6(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  // No exit signal: the program gets no SIGCHLD for a child it never made
+  // (__WALL waits for such a child). And SIGCHLD at its default while we
+  // wait: with it ignored (or SA_NOCLDWAIT) the kernel would reap the child
+  // itself and take its status with it. Only used by a process about to
+  // die, so the program's own children missing an automatic reap meanwhile
+  // do not matter.
+  struct sigaction dfl {}, old_chld {};
+  dfl.sa_handler = SIG_DFL;
+  GT_REAL(sigaction)(SIGCHLD, &dfl, &old_chld);
+  struct RestoreChld {
+    const struct sigaction* old;
+    ~RestoreChld() { GT_REAL(sigaction)(SIGCHLD, old, nullptr); }
+  } restore{&old_chld};
+  const long pid = sys::Syscall6(SYS_clone, 0, 0, 0, 0, 0);
   if (pid < 0) return false;
   if (pid == 0) {
     // Its stderr is ours, not whatever the program has at descriptor 2 now
@@ -470,14 +487,15 @@ bool EncodeInChild() {
   }
   int status = 0;
   for (int waited_ms = 0; waited_ms < 60000; waited_ms += 10) {
-    const long r = sys::Syscall6(SYS_wait4, pid, reinterpret_cast<long>(&status), WNOHANG, 0);
+    const long r =
+        sys::Syscall6(SYS_wait4, pid, reinterpret_cast<long>(&status), WNOHANG | __WALL, 0);
     if (r == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (r < 0 && r != -EINTR) return false;
     const struct timespec ten_ms = {0, 10'000'000};
     sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&ten_ms), 0);
   }
   sys::Syscall6(SYS_kill, pid, SIGKILL);
-  sys::Syscall6(SYS_wait4, pid, 0, 0, 0);
+  sys::Syscall6(SYS_wait4, pid, 0, __WALL, 0);
   return false;
 }
 
@@ -868,6 +886,8 @@ void AfterFailedExec() {
   ErrnoGuard errno_guard;
   ++g.image;
   PoolResetForChild();
+  sys::Close(g.log_fd);  // the finished image's log (its trace is written)
+  g.log_fd = -1;
   if (!DepotInit() || !StartLog()) return;
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                             log::kThreadMain | log::kThreadExisted);

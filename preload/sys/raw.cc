@@ -132,7 +132,7 @@ long WriteAllNoSigpipe(int fd, const void* buf, size_t n) {
 }
 
 void Log(const char* msg) {
-  char buf[1024];
+  char buf[4200];  // callers build lines of up to 4 KiB (paths in recovery hints)
   Line l(buf, sizeof buf);
   l.Str("gotrace: ").Str(msg).Char('\n');
   (void)WriteAllNoSigpipe(g_log_fd, l.c_str(), l.size());

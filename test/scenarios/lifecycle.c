@@ -8,7 +8,8 @@
 //     exit-return | exit-exit | exit-_exit | exit-_Exit | exit-quick |
 //     exit-pthread | exit-abort          ways to end, a worker thread running
 //     blocked3                           exit() while 3 threads are blocked
-//     crash-segv | crash-abort           a worker thread crashes
+//     crash-segv | crash-abort |         a worker thread crashes (with SIGCHLD
+//     crash-abort-nocldwait              ignored, in the last one)
 //     kill-self                          1 s of work, then SIGKILL to itself
 //     term-self | sigpipe | term-handled ended by SIGTERM (default action),
 //                                        by writing to a closed pipe, or
@@ -218,6 +219,9 @@ static void* crashing_worker(void* a) {
 
 static int crash_mode(const char* how) {
   no_core_dumps();
+  // abort-nocldwait: children are reaped by the kernel (SIGCHLD ignored),
+  // as in many daemons; the tracer's recovery child must still be waited for.
+  if (strstr(how, "-nocldwait") != NULL) signal(SIGCHLD, SIG_IGN);
   crash_how = how;
   printf("crashing by %s\n", how);
   fflush(stdout);
@@ -473,6 +477,12 @@ static int fd_closer(void) {
   return 0;
 }
 
+static int count_fds(void) {
+  int n = 0;
+  for (int fd = 0; fd < 4096; fd++) n += fcntl(fd, F_GETFD) != -1;
+  return n;
+}
+
 static int exec_fail(void) {
   pthread_t t;
   start_busy_worker(&t);
@@ -482,11 +492,29 @@ static int exec_fail(void) {
   int err = errno;
   rc = execvp("no-such-command-anywhere", argv) == -1 ? rc : 0;
   int err2 = errno;
+  // An exec that can only fail in the kernel (executable, but no format it
+  // knows): the tracer expects it to work, finishes this image's trace and
+  // starts a new one when it fails, and must not leave a descriptor behind.
+  char bad[64];
+  snprintf(bad, sizeof bad, "/tmp/gotrace-noexec-%d", (int)getpid());
+  const int bfd = open(bad, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+  if (bfd >= 0) {
+    if (write(bfd, "not a program\n", 14) != 14) return 1;
+    close(bfd);
+  }
+  const int fds_before = count_fds();
+  char* const bad_argv[] = {bad, NULL};
+  execve(bad, bad_argv, environ);
+  const int err3 = errno;
+  const int fds_after = count_fds();
+  unlink(bad);
   for (int i = 0; i < 10; i++) marker_after_failed_exec();
   __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
   pthread_join(t, NULL);
   printf("execve returned %d errno %s, execvp errno %s\n", rc, strerrorname_np(err),
          strerrorname_np(err2));
+  printf("exec of a non-program: errno %s, descriptors %+d\n", strerrorname_np(err3),
+         fds_after - fds_before);
   return 0;
 }
 
