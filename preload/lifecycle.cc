@@ -532,8 +532,12 @@ void CrashFlush(int sig, bool in_handler) {
 void InstallCrashHandler(int sig, const struct sigaction& app);
 
 void CrashHandler(int sig, siginfo_t* info, void* uc) {
-  const int saved_errno = errno;
   struct sigaction app = g_app_action[sig];
+  // Sent (kill, raise, sigqueue) to a program that ignores it: nothing
+  // happens untraced, so nothing here either. (A real fault with the signal
+  // ignored ends the process: the kernel forces the default action.)
+  if (app.sa_handler == SIG_IGN && info != nullptr && info->si_code <= 0) return;
+  const int saved_errno = errno;
   const bool program_handles = app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN;
   // Only when the default action is about to end the process: a handler of
   // the program's own may recover (a guard page it unprotects, a siglongjmp

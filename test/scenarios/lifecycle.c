@@ -43,6 +43,7 @@
 //                                        recovers from (siglongjmp), with
 //                                        recorded waits before and after
 //     segv-handler-exit                  a fault whose handler calls _exit(42)
+//     segv-ignored                       raise(SIGSEGV) with SIGSEGV ignored
 //     abort-handler-returns              abort() with a SIGABRT handler that
 //                                        returns (glibc then dies by SIGABRT)
 //     raw-clone                          a thread made with clone() (no
@@ -715,6 +716,15 @@ static int abort_handler_returns(void) {
   abort();
 }
 
+static int segv_ignored(void) {
+  signal(SIGSEGV, SIG_IGN);
+  for (int i = 0; i < 3; i++) marker_before_crash();
+  raise(SIGSEGV);
+  for (int i = 0; i < 3; i++) marker_after_fault();
+  printf("SIGSEGV ignored\n");
+  return 0;
+}
+
 static int segv_recover(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -766,6 +776,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
   if (strcmp(m, "segv-recover") == 0) return segv_recover();
   if (strcmp(m, "segv-handler-exit") == 0) return segv_handler_exit();
+  if (strcmp(m, "segv-ignored") == 0) return segv_ignored();
   if (strcmp(m, "abort-handler-returns") == 0) return abort_handler_returns();
   if (strcmp(m, "stderr-closed") == 0) return stderr_closed(argc, argv, 0);
   if (strcmp(m, "stdout-closed") == 0) return stdout_closed(argv, 0);

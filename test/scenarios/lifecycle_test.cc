@@ -467,6 +467,15 @@ TEST_CASE("faults the program's own handler recovers from are not crashes", "[li
   CHECK(waits == 6);  // 3 before and 3 after the faults
 }
 
+TEST_CASE("a crash signal sent to a program that ignores it changes nothing", "[lifecycle]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "segv-ignored"}, dir);
+  CHECK(s.plain.out == "SIGSEGV ignored\n");
+  CHECK(s.plain.Exited(0));
+  CHECK_THAT(s.traced.err, !Catch::Contains("crashed"));
+  CheckSyncNames(s.trace, "marker_after_fault");  // tracing went on
+}
+
 TEST_CASE("a fault handler of the program's that exits: status as untraced, trace written",
           "[lifecycle]") {
   // _exit from inside the handler: the process may be in any state there,
