@@ -31,6 +31,7 @@ constexpr const char* kUsage =
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
     "  -o, --output OUT          trace file to write (required)\n"
     "  -f, --force               replace OUT if it exists\n"
+    "      --unique              if OUT exists, write OUT with .1, .2, ... before its extension\n"
     "      --block-threshold-us N\n"
     "                            syscalls shorter than N microseconds do not block\n"
     "                            their thread in the trace (default 20)\n"
@@ -100,6 +101,8 @@ int CmdEncode(int argc, char** argv, bool recover) {
       out = v;
     } else if (a == "-f" || a == "--force") {
       opts.output_mode = OutputMode::kOverwrite;
+    } else if (a == "--unique") {
+      opts.output_mode = OutputMode::kUnique;
     } else if (a == "--block-threshold-us") {
       const char* v = value("--block-threshold-us");
       uint64_t us;

@@ -455,10 +455,13 @@ bool IsTermSignal(int sig) {
 // waits for it (bounded). Async-signal-safe: raw fork and execve.
 bool EncodeInChild() {
   if (g_gotrace_bin[0] == '\0') return false;
-  char out[1100];
-  sys::Line(out, sizeof out).Str(g.out_path);
+  // As the exit-time encode would: an existing name gets a suffix, and the
+  // program's GOTRACE_BLOCK_US holds.
+  char threshold[24];
+  sys::Line(threshold, sizeof threshold).U64(g.config.block_threshold_ns / 1000);
   const char* argv[] = {g_gotrace_bin, "recover", "--offline", "--fast-symbols", "--quiet",
-                        g.log_path,    "-o",      out,         nullptr};
+                        "--unique", "--block-threshold-us", threshold, g.log_path, "-o",
+                        g.out_path, nullptr};
   const char* envp[] = {"GOTRACE_DISABLE=1", nullptr};
   // No exit signal: the program gets no SIGCHLD for a child it never made
   // (__WALL waits for such a child). And SIGCHLD at its default while we
@@ -516,14 +519,18 @@ void CrashFlush(int sig, bool in_handler) {
                    : crash ? "the program crashed (signal " : "the program was ended by signal ");
   m.U64(static_cast<uint64_t>(sig));
   if (!crash) m.Str(" (").Str(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+  // A taken name makes the recovery write a numbered one (--unique).
+  const bool taken = sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.out_path), F_OK, 0) == 0;
   if (EncodeInChild()) {
     sys::Unlink(g.log_path);
     if (!g.config.quiet && !g.descendant) {
-      m.Str("); wrote ").Str(g.out_path).Str(crash ? " from the events up to the crash" : "");
+      m.Str("); wrote ").Str(taken ? "a numbered trace next to " : "").Str(g.out_path);
+      m.Str(crash ? " from the events up to the crash" : "");
       sys::Log(m.c_str());
     }
   } else {
-    m.Str("); make the trace with: gotrace recover ").Str(g.log_path).Str(" -o ").Str(g.out_path);
+    m.Str("); make the trace with: gotrace recover --unique ").Str(g.log_path).Str(" -o ");
+    m.Str(g.out_path);
     sys::Log(m.c_str());
   }
   t_state.depth -= kTracerDepth;

@@ -157,6 +157,20 @@ TEST_CASE("a crash in a worker thread: status as untraced, trace up to the crash
   CHECK(Goroutines(s.parsed).size() == 3);
 }
 
+TEST_CASE("a crash whose trace name is taken writes a numbered trace, like a normal exit",
+          "[lifecycle]") {
+  TempDir dir;
+  std::ofstream(dir.File("x.trace")) << "someone else's file";
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("x.trace")};
+  const ProcResult r = RunProcess({Lifecycle(), "crash-abort"}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.term_signal == SIGABRT);
+  CHECK_THAT(r.err, Catch::Contains("wrote a numbered trace next to"));
+  CHECK(Names(dir) == std::vector<std::string>{"x.1.trace", "x.trace"});
+  CHECK(ParseWithGo(dir.File("x.1.trace")).ok);
+}
+
 TEST_CASE("SIGTERM, SIGPIPE (default action) and a SIGTERM the program handles",
           "[lifecycle]") {
   struct Case {
