@@ -89,6 +89,43 @@
 //       time is the end of the trace. chunks_before counts the chunks written
 //       before the one holding it, so a reader can prove that a log is
 //       complete; a log without it was cut short (crash, kill).
+//
+//   Records added in log version 2 (all optional: a reader that does not
+//   know one skips it; fixed ones by FixedFieldCount, variable ones by len):
+//
+//   kSwitch        tid flags                          (kernel stream)
+//       The kernel switched thread tid in (flags & kSwitchOut == 0) or out
+//       on cpu at ts (perf PERF_RECORD_SWITCH). kSwitchPreempt: the switch
+//       out was involuntary (the thread was still runnable).
+//   kCpuSample     tid stack                          (kernel stream)
+//       A CPU-clock sample of thread tid on cpu at ts; stack: its user
+//       call chain (a kStackDef id, 0: none).
+//   kKernelLost    count                              (kernel stream)
+//       The kernel dropped `count` records (a ring buffer was full).
+//   kCpuTime       ns                                 (thread streams)
+//       The thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) at ts; written
+//       where kernel scheduling records are not available, so that running
+//       totals stay truthful.
+//   kExitStatus    status                             (process stream)
+//       How this image ended, in wait(2) form: exit code << 8, or the
+//       terminating signal.
+//   kChildExit     pid status                         (thread streams)
+//       A wait/waitpid of this thread reaped child pid with status.
+//   kTaskEnd       task stack                         (thread streams)
+//       gotrace_task_end(task) (gotrace/annotate.h).
+//
+//   kThreadName    (var) serial name_len name
+//       The kernel name of a thread (pthread_setname_np, prctl, or read at
+//       its end): serial 0 means the stream the record is in.
+//   kProcessInfo   (var) ppid flags exe_len exe argc {len arg}...
+//       Who this process is, for run indexes (process stream, once).
+//   kSchedInfo     (var) source cpu_hz why_len why
+//       Where scheduling comes from (kSchedKernel, kSchedInfer) and, when
+//       kernel records were wanted but refused, why (process stream).
+//   kTaskBegin     (var) task parent stack name_len name
+//   kRegion        (var) task mode stack name_len name        (mode 0 begin, 1 end)
+//   kUserLog       (var) task stack cat_len cat msg_len msg
+//       The annotation calls of gotrace/annotate.h, in the caller's stream.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -146,12 +183,25 @@ enum RecordType : uint8_t {
   kWait = 4,
   kRelease = 5,
   kHeap = 6,
+  kSwitch = 7,
+  kCpuSample = 8,
+  kKernelLost = 9,
+  kCpuTime = 10,
+  kExitStatus = 11,
+  kChildExit = 12,
+  kTaskEnd = 13,
   kFirstVarRecord = 64,
   kStackDef = 64,
   kModuleLoad = 65,
   kModuleUnload = 66,
   kTraceEnd = 67,
   kClockSync = 68,
+  kThreadName = 69,
+  kProcessInfo = 70,
+  kSchedInfo = 71,
+  kTaskBegin = 72,
+  kRegion = 73,
+  kUserLog = 74,
 };
 
 // Number of varint fields after (dts, cpu) of each fixed record type; -1 for
@@ -164,6 +214,13 @@ constexpr int FixedFieldCount(uint8_t type) {
     case kWait: return 7;
     case kRelease: return 4;
     case kHeap: return 1;
+    case kSwitch: return 2;
+    case kCpuSample: return 2;
+    case kKernelLost: return 1;
+    case kCpuTime: return 1;
+    case kExitStatus: return 1;
+    case kChildExit: return 2;
+    case kTaskEnd: return 2;
     default: return -1;
   }
 }
@@ -199,6 +256,18 @@ enum class FdClass : uint8_t {
 
 inline constexpr uint64_t kWaitOpen = 1;         // kWait flags
 inline constexpr unsigned kWaitFdClassShift = 4;
+
+inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
+inline constexpr uint64_t kSwitchPreempt = 2;
+
+// The stream of records that come from the kernel (perf_event_open):
+// context switches and CPU samples of every thread of the process.
+inline constexpr uint32_t kKernelSerial = 0xffffffffu;
+
+enum SchedSource : uint8_t {
+  kSchedInfer = 0,   // from the interposers only (DESIGN.md §4)
+  kSchedKernel = 1,  // from the kernel's context-switch records
+};
 
 inline constexpr uint64_t kThreadExisted = 1;    // kThreadStart flags
 inline constexpr uint64_t kThreadMain = 2;

@@ -115,6 +115,74 @@ bool ParseTraceEnd(const Record& r, TraceEndFields* out) {
          p == end;
 }
 
+namespace {
+bool GetString(const uint8_t** p, const uint8_t* end, std::string* out) {
+  uint64_t len;
+  if (!GetUvarint(p, end, &len) || static_cast<uint64_t>(end - *p) < len) return false;
+  out->assign(reinterpret_cast<const char*>(*p), len);
+  *p += len;
+  return true;
+}
+}  // namespace
+
+bool ParseThreadName(const Record& r, ThreadNameFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  uint64_t serial;
+  if (r.type != kThreadName || !GetUvarint(&p, end, &serial) || serial > 0xffffffffu ||
+      !GetString(&p, end, &out->name)) {
+    return false;
+  }
+  out->serial = static_cast<uint32_t>(serial);
+  return p == end;
+}
+
+bool ParseProcessInfo(const Record& r, ProcessInfoFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  uint64_t argc;
+  if (r.type != kProcessInfo || !GetUvarint(&p, end, &out->ppid) ||
+      !GetUvarint(&p, end, &out->flags) || !GetString(&p, end, &out->exe) ||
+      !GetUvarint(&p, end, &argc) || argc > 4096) {
+    return false;
+  }
+  out->argv.resize(argc);
+  for (auto& a : out->argv)
+    if (!GetString(&p, end, &a)) return false;
+  return p == end;
+}
+
+bool ParseSchedInfo(const Record& r, SchedInfoFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  return r.type == kSchedInfo && GetUvarint(&p, end, &out->source) &&
+         GetUvarint(&p, end, &out->cpu_hz) && GetString(&p, end, &out->why) && p == end;
+}
+
+bool ParseTaskBegin(const Record& r, TaskBeginFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  return r.type == kTaskBegin && GetUvarint(&p, end, &out->task) &&
+         GetUvarint(&p, end, &out->parent) && GetUvarint(&p, end, &out->stack) &&
+         GetString(&p, end, &out->name) && p == end;
+}
+
+bool ParseRegion(const Record& r, RegionFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  return r.type == kRegion && GetUvarint(&p, end, &out->task) && GetUvarint(&p, end, &out->mode) &&
+         GetUvarint(&p, end, &out->stack) && GetString(&p, end, &out->name) && p == end &&
+         out->mode <= 1;
+}
+
+bool ParseUserLog(const Record& r, UserLogFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  return r.type == kUserLog && GetUvarint(&p, end, &out->task) &&
+         GetUvarint(&p, end, &out->stack) && GetString(&p, end, &out->category) &&
+         GetString(&p, end, &out->message) && p == end;
+}
+
 // ---------------------------------------------------------------------------
 // LogSet
 

@@ -29,6 +29,13 @@ struct ThreadCreateFields { uint64_t create_id, start_pc, stack; };
 struct WaitFields { uint64_t kind, flags, obj, aux, duration, cpu_end, stack; };
 struct ReleaseFields { uint64_t kind, obj, count, stack; };
 struct HeapFields { uint64_t bytes; };
+struct SwitchFields { uint64_t tid, flags; };
+struct CpuSampleFields { uint64_t tid, stack; };
+struct KernelLostFields { uint64_t count; };
+struct CpuTimeFields { uint64_t ns; };
+struct ExitStatusFields { uint64_t status; };
+struct ChildExitFields { uint64_t pid, status; };
+struct TaskEndFields { uint64_t task, stack; };
 
 // One decoded record. Fixed records fill the union member named after their
 // type; variable records expose their raw body (valid until the cursor moves).
@@ -44,6 +51,13 @@ struct Record {
     WaitFields wait;
     ReleaseFields release;
     HeapFields heap;
+    SwitchFields sw;
+    CpuSampleFields sample;
+    KernelLostFields lost;
+    CpuTimeFields cputime;
+    ExitStatusFields exit;
+    ChildExitFields child;
+    TaskEndFields task_end;
   };
   const uint8_t* body;
   size_t body_len;
@@ -54,6 +68,18 @@ struct StackDefFields { uint64_t id; uint32_t epoch; std::vector<uint64_t> pcs; 
 struct ModuleLoadFields { uint32_t epoch; uint64_t bias, lo, hi; std::string path; };
 struct ModuleUnloadFields { uint32_t epoch; uint64_t lo, hi; };
 struct TraceEndFields { uint64_t dropped_records, dropped_chunks, chunks_before; };
+struct ThreadNameFields { uint32_t serial; std::string name; };
+struct ProcessInfoFields { uint64_t ppid, flags; std::string exe; std::vector<std::string> argv; };
+struct SchedInfoFields { uint64_t source, cpu_hz; std::string why; };
+struct TaskBeginFields { uint64_t task, parent, stack; std::string name; };
+struct RegionFields { uint64_t task, mode, stack; std::string name; };
+struct UserLogFields { uint64_t task, stack; std::string category, message; };
+bool ParseThreadName(const Record& r, ThreadNameFields* out);
+bool ParseProcessInfo(const Record& r, ProcessInfoFields* out);
+bool ParseSchedInfo(const Record& r, SchedInfoFields* out);
+bool ParseTaskBegin(const Record& r, TaskBeginFields* out);
+bool ParseRegion(const Record& r, RegionFields* out);
+bool ParseUserLog(const Record& r, UserLogFields* out);
 bool ParseStackDef(const Record& r, StackDefFields* out);
 bool ParseModuleLoad(const Record& r, ModuleLoadFields* out);
 bool ParseModuleUnload(const Record& r, ModuleUnloadFields* out);

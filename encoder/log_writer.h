@@ -86,6 +86,35 @@ class ChunkWriter {
     pos_ = PutUvarint(Head(kHeap, ts, cpu), bytes);
   }
 
+  // Kernel stream (log_format.h, version 2).
+  void Switch(Tick ts, uint32_t cpu, uint64_t tid, uint64_t flags) {
+    uint8_t* p = Head(kSwitch, ts, cpu);
+    p = PutUvarint(p, tid);
+    pos_ = PutUvarint(p, flags);
+  }
+  void CpuSample(Tick ts, uint32_t cpu, uint64_t tid, uint64_t stack) {
+    uint8_t* p = Head(kCpuSample, ts, cpu);
+    p = PutUvarint(p, tid);
+    pos_ = PutUvarint(p, stack);
+  }
+  void KernelLost(Tick ts, uint32_t cpu, uint64_t count) {
+    pos_ = PutUvarint(Head(kKernelLost, ts, cpu), count);
+  }
+  void CpuTime(Tick ts, uint32_t cpu, uint64_t ns) { pos_ = PutUvarint(Head(kCpuTime, ts, cpu), ns); }
+  void ExitStatus(Tick ts, uint32_t cpu, uint64_t status) {
+    pos_ = PutUvarint(Head(kExitStatus, ts, cpu), status);
+  }
+  void ChildExit(Tick ts, uint32_t cpu, uint64_t pid, uint64_t status) {
+    uint8_t* p = Head(kChildExit, ts, cpu);
+    p = PutUvarint(p, pid);
+    pos_ = PutUvarint(p, status);
+  }
+  void TaskEnd(Tick ts, uint32_t cpu, uint64_t task, uint64_t stack) {
+    uint8_t* p = Head(kTaskEnd, ts, cpu);
+    p = PutUvarint(p, task);
+    pos_ = PutUvarint(p, stack);
+  }
+
   // Variable records. Room needed: VarRecordBound(body bound).
   static constexpr size_t VarRecordBound(size_t body) { return 1 + 10 + 10 + 5 + body; }
   static constexpr size_t StackDefBound(size_t n) { return VarRecordBound(30 + 10 * n); }
@@ -131,6 +160,89 @@ class ChunkWriter {
     PutVar(kTraceEnd, ts, cpu, body, static_cast<size_t>(b - body));
   }
 
+  // Strings in variable records are cut to this many bytes.
+  static constexpr size_t kMaxStringBytes = 1024;
+  static constexpr size_t StringBound(size_t n) {
+    return kMaxVarintBytes + (n < kMaxStringBytes ? n : kMaxStringBytes);
+  }
+
+  // serial 0: the thread of the stream the record is written to.
+  void ThreadName(Tick ts, uint32_t cpu, uint32_t serial, std::string_view name) {
+    uint8_t body[kMaxVarintBytes + StringBound(kMaxStringBytes)];
+    uint8_t* b = PutUvarint(body, serial);
+    b = PutString(b, name);
+    PutVar(kThreadName, ts, cpu, body, static_cast<size_t>(b - body));
+  }
+  // Room: VarRecordBound(SchedInfoBound(why.size())).
+  static constexpr size_t SchedInfoBound(size_t why) { return 2 * kMaxVarintBytes + StringBound(why); }
+  void SchedInfo(Tick ts, uint32_t cpu, uint64_t source, uint64_t cpu_hz, std::string_view why) {
+    uint8_t body[SchedInfoBound(kMaxStringBytes)];
+    uint8_t* b = PutUvarint(body, source);
+    b = PutUvarint(b, cpu_hz);
+    b = PutString(b, why);
+    PutVar(kSchedInfo, ts, cpu, body, static_cast<size_t>(b - body));
+  }
+  // Room: VarRecordBound(ProcessInfoBound(exe.size(), argv bytes + argc)).
+  // argv holds argc strings; the total is cut at kMaxArgvBytes.
+  static constexpr size_t kMaxArgvBytes = 4096;
+  static constexpr size_t ProcessInfoBound() {
+    return 4 * kMaxVarintBytes + StringBound(kMaxStringBytes) + kMaxArgvBytes +
+           kMaxVarintBytes * 64;
+  }
+  void ProcessInfo(Tick ts, uint32_t cpu, uint64_t ppid, uint64_t flags, std::string_view exe,
+                   const char* const* argv, size_t argc, uint8_t* scratch /* ProcessInfoBound() */) {
+    uint8_t* b = PutUvarint(scratch, ppid);
+    b = PutUvarint(b, flags);
+    b = PutString(b, exe);
+    size_t room = kMaxArgvBytes, n = 0;
+    for (; n < argc && n < 64; ++n) {
+      size_t len = 0;
+      while (argv[n][len] != '\0') ++len;
+      if (len > room) break;
+      room -= len;
+    }
+    b = PutUvarint(b, n);
+    for (size_t i = 0; i < n; ++i) {
+      size_t len = 0;
+      while (argv[i][len] != '\0') ++len;
+      b = PutUvarint(b, len);
+      std::memcpy(b, argv[i], len);
+      b += len;
+    }
+    PutVar(kProcessInfo, ts, cpu, scratch, static_cast<size_t>(b - scratch));
+  }
+  // Annotations. Room: VarRecordBound(AnnotationBound(a.size(), b.size())).
+  static constexpr size_t AnnotationBound(size_t a, size_t b) {
+    return 3 * kMaxVarintBytes + StringBound(a) + StringBound(b);
+  }
+  void TaskBegin(Tick ts, uint32_t cpu, uint64_t task, uint64_t parent, uint64_t stack,
+                 std::string_view name) {
+    uint8_t body[AnnotationBound(kMaxStringBytes, 0)];
+    uint8_t* b = PutUvarint(body, task);
+    b = PutUvarint(b, parent);
+    b = PutUvarint(b, stack);
+    b = PutString(b, name);
+    PutVar(kTaskBegin, ts, cpu, body, static_cast<size_t>(b - body));
+  }
+  void Region(Tick ts, uint32_t cpu, uint64_t task, uint64_t mode, uint64_t stack,
+              std::string_view name) {
+    uint8_t body[AnnotationBound(kMaxStringBytes, 0)];
+    uint8_t* b = PutUvarint(body, task);
+    b = PutUvarint(b, mode);
+    b = PutUvarint(b, stack);
+    b = PutString(b, name);
+    PutVar(kRegion, ts, cpu, body, static_cast<size_t>(b - body));
+  }
+  void UserLog(Tick ts, uint32_t cpu, uint64_t task, uint64_t stack, std::string_view category,
+               std::string_view message) {
+    uint8_t body[AnnotationBound(kMaxStringBytes, kMaxStringBytes)];
+    uint8_t* b = PutUvarint(body, task);
+    b = PutUvarint(b, stack);
+    b = PutString(b, category);
+    b = PutString(b, message);
+    PutVar(kUserLog, ts, cpu, body, static_cast<size_t>(b - body));
+  }
+
   void ClockSync(Tick ts, uint32_t cpu, uint64_t ns) {
     uint8_t body[10];
     uint8_t* b = PutUvarint(body, ns);
@@ -158,6 +270,12 @@ class ChunkWriter {
     last_ticks_ = ts;
     ++nrecords_;
     return PutUvarint(p, cpu);
+  }
+  static uint8_t* PutString(uint8_t* b, std::string_view v) {
+    const size_t n = v.size() < kMaxStringBytes ? v.size() : kMaxStringBytes;
+    b = PutUvarint(b, n);
+    std::memcpy(b, v.data(), n);
+    return b + n;
   }
   void PutVar(RecordType type, Tick ts, uint32_t cpu, const uint8_t* body, size_t n) {
     uint8_t* p = PutUvarint(Head(type, ts, cpu), n);

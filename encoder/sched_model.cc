@@ -269,7 +269,7 @@ Status Replay::Run() {
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
     t0 = std::min(t0, st.first_ts);
-    if (st.serial == log::kProcessSerial) continue;
+    if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) continue;
     Thread& t = threads_[s];
     t.file = st.file;
     t.tid = st.tid;
@@ -334,7 +334,7 @@ void Replay::Snapshot(Tick t0) {
   const auto& streams = logs_.streams();
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
-    if (st.serial == log::kProcessSerial) continue;
+    if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) continue;
     const bool existed = !st.has_thread_start || st.start.create_id == 0 ||
                          (st.start.flags & log::kThreadExisted) != 0;
     if (!existed) continue;
@@ -578,7 +578,7 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
       break;
   }
   if (r.type >= log::kFirstVarRecord) return;  // a variable record of a newer writer
-  if (st.serial == log::kProcessSerial) {
+  if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) {
     ++stats_->ignored_records;  // thread records belong to thread streams
     return;
   }
