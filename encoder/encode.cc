@@ -158,6 +158,7 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
     return st;
   }
   stats->warnings = set.warnings();
+  stats->notes = set.notes();
   stats->log_records = set.total_records();
   stats->log_chunks = set.total_chunks();
   if (opts.output_mode == OutputMode::kExclusive && Exists(output))

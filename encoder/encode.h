@@ -42,6 +42,7 @@ struct EncodeStats {
   uint64_t log_records = 0;
   uint64_t log_chunks = 0;
   std::vector<std::string> warnings;  // lenient mode: damage that was skipped
+  std::vector<std::string> notes;     // lenient mode: what is normal after a kill
   bool no_events = false;  // failed only because the logs hold no events
 };
 

@@ -139,6 +139,7 @@ int CmdEncode(int argc, char** argv, bool recover) {
   EncodeStats stats;
   Status st = gotrace::Encode(logs, out, opts, &stats);
   for (const auto& w : stats.warnings) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
+  if (!quiet) for (const auto& n : stats.notes) std::fprintf(stderr, "gotrace: note: %s\n", n.c_str());
   if (!st.ok()) return Fail(st.message()), stats.no_events ? kExitNoEvents : 1;
   if (!quiet) {
     std::fprintf(stderr, "gotrace: wrote %s (%" PRIu64 " threads, %" PRIu64 " events, %s) in %.2f s\n",
@@ -157,6 +158,7 @@ int CmdDump(int argc, char** argv) {
   log::LogSet set;
   Status st = set.Open(logs, log::ReadOptions{false});
   for (const auto& w : set.warnings()) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
+  for (const auto& n : set.notes()) std::fprintf(stderr, "gotrace: note: %s\n", n.c_str());
   if (!st.ok()) return Fail(st.message());
   for (const auto& f : set.files()) {
     std::printf("file %s pid=%u ppid=%u ncpus=%u freq=%" PRIu64 " start=%" PRIu64 "\n",

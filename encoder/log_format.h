@@ -8,13 +8,30 @@
 // without a global lock, and (3) a reader can recover everything that reached
 // the disk after a crash, skipping torn or corrupted chunks.
 //
-// FILE LAYOUT (host byte order; the magic numbers detect a foreign order)
+// FILE LAYOUT, version 2 (host byte order; the magic numbers detect a
+// foreign order)
 //
-//   FileHeader                    64 bytes, once
-//   Chunk*                        any order, each 8-byte aligned
+//   FileHeader                    64 bytes, at offset 0
+//   Slot*                         from FileHeader::slots_offset, each
+//                                 FileHeader::slot_bytes long
 //
-//   Chunk = ChunkHeader (40 bytes) + payload (`size` bytes of records)
-//           + zero padding to a multiple of 8.
+//   Slot = SlotHeader (128 bytes: ChunkHeader + the wait in progress)
+//          + payload (ChunkHeader::size bytes of records) + unused space.
+//
+// Each thread writes its records straight into a slot of the file, mapped
+// into memory with MAP_SHARED (preload/runtime.cc): what a thread recorded is
+// in the page cache the moment it is recorded, so a process killed with
+// SIGKILL loses nothing that was complete (issue 20; LTTng-UST keeps its
+// buffers in shared memory for the same reason). A slot being written is
+// *open* (kChunkOpen): `size` is the committed payload, stored after each
+// complete record, and there is no checksum. A full slot is *sealed* in
+// place (checksum, record count, then the flag cleared) and the thread moves
+// to a new slot. A slot whose magic is 0 was reserved but never used (the
+// file grows ahead of need). The wait a thread is blocked in is published in
+// its slot header, so that the log shows it even if the process dies there.
+//
+// Version 1 (still read): FileHeader, then chunks packed one after another,
+// each ChunkHeader + payload + zero padding to a multiple of 8, all sealed.
 //
 // A chunk belongs to one stream: `serial` names a thread incarnation within the
 // process (1, 2, ...; tids are reused, serials are not), and serial 0 is the
@@ -137,7 +154,8 @@ namespace gotrace::log {
 using Tick = uint64_t;
 
 inline constexpr char kFileMagic[8] = {'G', 'O', 'T', 'R', 'L', 'O', 'G', '\n'};
-inline constexpr uint32_t kLogVersion = 1;
+inline constexpr uint32_t kLogVersion = 2;
+inline constexpr uint32_t kLogVersionPacked = 1;  // packed chunks (still read)
 inline constexpr uint32_t kChunkMagic = 0x4b435447;  // "GTCK" read little-endian
 inline constexpr uint32_t kMaxChunkPayload = 64u << 20;
 inline constexpr uint32_t kProcessSerial = 0;
@@ -153,7 +171,8 @@ struct FileHeader {
   uint32_t ncpus;             // configured CPUs: P ids are 0..ncpus-1
   uint32_t flags;
   uint64_t start_ns;          // CLOCK_MONOTONIC (ns) at start_ticks
-  uint64_t reserved;
+  uint32_t slot_bytes;        // version 2: bytes per slot (a multiple of 4096)
+  uint32_t slots_offset;      // version 2: file offset of slot 0
 };
 static_assert(sizeof(FileHeader) == 64);
 
@@ -172,7 +191,28 @@ struct ChunkHeader {
 // loses little; the same (serial, seq) appears again, longer or equal, later.
 // Readers keep the version with the most records, a non-snapshot on ties.
 inline constexpr uint32_t kChunkSnapshot = 1;
+// Version 2: the chunk is still being written in its slot (see FILE LAYOUT).
+inline constexpr uint32_t kChunkOpen = 2;
 static_assert(sizeof(ChunkHeader) == 40);
+
+// The head of a version-2 slot. The wait fields describe the wait the
+// stream's thread is blocked in (wait_kind != 0), written before the thread
+// blocks and cleared before the wait's record is written; only the stream's
+// newest slot's are meaningful.
+struct SlotHeader {
+  ChunkHeader chunk;
+  uint32_t wait_kind;   // WaitKind, 0: none; stored last (release)
+  uint32_t wait_cpu;
+  uint64_t wait_t0;     // ticks
+  uint64_t wait_obj;
+  uint64_t wait_aux;
+  uint64_t wait_flags;  // kWait flags (fd class)
+  uint64_t wait_stack;  // 0: none captured
+  uint8_t reserved[128 - 40 - 48];
+};
+static_assert(sizeof(SlotHeader) == 128);
+inline constexpr uint32_t kSlotHeaderBytes = sizeof(SlotHeader);
+inline constexpr uint32_t kSlotsOffset = 4096;  // slot 0 (the header page before it)
 
 inline constexpr size_t AlignChunk(size_t n) { return (n + 7) & ~size_t{7}; }
 

@@ -184,6 +184,25 @@ bool ParseUserLog(const Record& r, UserLogFields* out) {
 }
 
 // ---------------------------------------------------------------------------
+// LogFile
+
+uint64_t LogFile::ToNs(Tick t) const {
+  auto linear = [](Tick t0, uint64_t ns0, double rate, Tick at) {
+    const double d = static_cast<double>(static_cast<int64_t>(at - t0)) * rate;
+    return ns0 + static_cast<uint64_t>(static_cast<int64_t>(d));
+  };
+  if (syncs.size() < 2 || t < syncs.front().first)
+    return linear(header.start_ticks, header.start_ns, ns_per_tick, t);
+  if (t >= syncs.back().first) return linear(syncs.back().first, syncs.back().second, ns_per_tick, t);
+  // The segment [a, b) holding t.
+  auto b = std::upper_bound(syncs.begin(), syncs.end(), t,
+                            [](Tick v, const std::pair<Tick, uint64_t>& p) { return v < p.first; });
+  auto a = b - 1;
+  const double rate = static_cast<double>(b->second - a->second) / static_cast<double>(b->first - a->first);
+  return linear(a->first, a->second, rate, t);
+}
+
+// ---------------------------------------------------------------------------
 // LogSet
 
 LogSet::~LogSet() {
@@ -221,12 +240,17 @@ Status LogSet::Open(std::span<const std::string> paths, const ReadOptions& opts)
     }
     if (std::memcmp(lf.header.magic, kFileMagic, sizeof kFileMagic) != 0)
       return Status::Error(p + ": not a gotrace event log (bad magic)");
-    if (lf.header.version != kLogVersion) {
+    if (lf.header.version != kLogVersion && lf.header.version != kLogVersionPacked) {
       return Status::Error(p + ": unsupported log version " + std::to_string(lf.header.version) +
-                           " (this gotrace reads version " + std::to_string(kLogVersion) + ")");
+                           " (this gotrace reads versions " + std::to_string(kLogVersionPacked) +
+                           " and " + std::to_string(kLogVersion) + ")");
     }
+    const bool slots_ok =
+        lf.header.version == kLogVersionPacked ||
+        (lf.header.slot_bytes >= 4096 && lf.header.slot_bytes % 4096 == 0 &&
+         lf.header.slot_bytes <= kMaxChunkPayload && lf.header.slots_offset >= sizeof(FileHeader));
     if (lf.header.header_size != sizeof(FileHeader) || lf.header.ticks_per_second == 0 ||
-        lf.header.ncpus == 0 || lf.header.ncpus > 65536) {
+        lf.header.ncpus == 0 || lf.header.ncpus > 65536 || !slots_ok) {
       return Status::Error(p + ": corrupted file header");
     }
     lf.ns_per_tick = 1e9 / static_cast<double>(lf.header.ticks_per_second);
@@ -247,6 +271,8 @@ Status LogSet::IndexFile(uint32_t index) {
     ChunkRef ref;
     bool has_first;
     Record first;
+    bool has_wait;  // version 2: the slot publishes a wait in progress
+    Record wait;
   };
   std::vector<PendingChunk> chunks;
   std::vector<uint8_t> payload;
@@ -255,9 +281,9 @@ Status LogSet::IndexFile(uint32_t index) {
   TraceEndFields end_rec{};
   Tick sync_ticks = 0;
   uint64_t sync_ns = 0;
-  uint64_t off = sizeof(FileHeader);
-  // Lenient mode resynchronises 8 bytes at a time through damage: one
-  // warning per damaged stretch, not one per step.
+  std::vector<std::pair<Tick, uint64_t>> syncs;
+  // Lenient mode resynchronises through damage: one warning per damaged
+  // stretch, not one per step.
   uint64_t damage_at = 0;
   std::string damage_what;
   auto end_damage = [&](uint64_t upto) {
@@ -266,105 +292,208 @@ Status LogSet::IndexFile(uint32_t index) {
                         std::to_string(upto - damage_at) + " bytes skipped");
     damage_what.clear();
   };
-  while (off < f.file_size) {
-    ChunkHeader h;
-    if (f.file_size - off < sizeof h) {
-      if (!damage_what.empty()) break;  // the tail of a damaged stretch
-      GT_RETURN_IF_ERROR(Damage(f, off, "truncated chunk header"));
-      break;
-    }
-    if (!PreadFull(f.fd, &h, sizeof h, off)) return Status::Error(f.path + ": read error");
-    std::string bad;
-    if (h.magic != kChunkMagic) {
-      bad = h.magic == __builtin_bswap32(kChunkMagic) ? "log written with a foreign byte order"
-                                                      : "bad chunk magic";
-    } else if (h.size > kMaxChunkPayload) {
-      bad = "chunk too large";
-    } else if (f.file_size - off - sizeof h < h.size) {
-      bad = "truncated chunk (" + std::to_string(h.size) + " payload bytes declared, " +
-            std::to_string(f.file_size - off - sizeof h) + " present)";
-    }
-    if (bad.empty()) {
-      payload.resize(h.size);
-      if (!PreadFull(f.fd, payload.data(), h.size, off + sizeof h))
-        return Status::Error(f.path + ": read error");
-      ChunkHeader z = h;
-      z.checksum = 0;
-      const uint32_t crc = Crc32c(Crc32c(0, &z, sizeof z), payload.data(), h.size);
-      if (crc != h.checksum) bad = "corrupted chunk (checksum mismatch)";
-    }
-    if (!bad.empty()) {
-      if (strict_) return Damage(f, off, bad);
-      if (damage_what.empty()) {
-        damage_at = off;
-        damage_what = bad;
-      }
-      // Resynchronise on the next 8-aligned position holding a valid header.
-      off += 8;
-      continue;
-    }
-    end_damage(off);
-    PendingChunk pc{};
-    pc.serial = h.serial;
-    pc.tid = h.tid;
-    pc.ref = ChunkRef{off + sizeof h, h.size, h.seq, h.nrecords, h.base_ticks, h.flags};
-    // Validate every record boundary now so that damage is reported before
-    // any output is written, and remember the first record for the pre-pass.
+  // Validates every record boundary of a chunk's payload (so that damage is
+  // reported before any output is written), remembers its first record for
+  // the pre-pass and picks up clock syncs and the end record. Returns the
+  // number of whole records, and in *bytes how far they reach (all of the
+  // payload unless a record is damaged).
+  auto scan = [&](const ChunkHeader& h, PendingChunk* pc, size_t* bytes, bool* ok) {
     const uint8_t* p = payload.data();
     const uint8_t* end = p + h.size;
     Tick raw = h.base_ticks;
     uint32_t n = 0;
-    bool ok = true;
+    *ok = true;
     while (p < end) {
       Record r;
       size_t used;
       if (DecodeRecord(p, end, &raw, &r, &used) != Decode::kOk || !FieldsValid(r)) {
-        ok = false;
+        *ok = false;
         break;
-      }
-      if (n == 0) {
-        pc.has_first = true;
-        pc.first = r;
-        pc.first.body = nullptr;
-      }
-      if (r.type == kClockSync) {
-        const uint8_t* bp = r.body;
-        uint64_t ns;
-        if (GetUvarint(&bp, r.body + r.body_len, &ns) && r.ts > sync_ticks) {
-          sync_ticks = r.ts;
-          sync_ns = ns;
-        }
       }
       if (r.type == kTraceEnd) {
         if (!ParseTraceEnd(r, &end_rec)) {
-          ok = false;
+          *ok = false;
           break;
         }
         have_end = true;
       }
+      if (n == 0) {
+        pc->has_first = true;
+        pc->first = r;
+        pc->first.body = nullptr;
+      }
+      if (r.type == kClockSync) {
+        const uint8_t* bp = r.body;
+        uint64_t ns;
+        if (GetUvarint(&bp, r.body + r.body_len, &ns)) {
+          syncs.emplace_back(r.ts, ns);
+          if (r.ts > sync_ticks) {
+            sync_ticks = r.ts;
+            sync_ns = ns;
+          }
+        }
+      }
       p += used;
       ++n;
     }
-    if (!ok || n != h.nrecords) {
-      GT_RETURN_IF_ERROR(Damage(f, off, "corrupted records in chunk"));
-      off += AlignChunk(sizeof h + h.size);
-      continue;
+    *bytes = static_cast<size_t>(p - payload.data());
+    return n;
+  };
+
+  if (f.header.version == kLogVersion) {
+    // Slots: each holds at most one chunk, open or sealed; unused ones are 0.
+    const uint64_t slot = f.header.slot_bytes;
+    const uint64_t first = f.header.slots_offset;
+    bool warned_torn = false;
+    for (uint64_t off = first; off + kSlotHeaderBytes <= f.file_size; off += slot) {
+      SlotHeader sh;
+      if (!PreadFull(f.fd, &sh, sizeof sh, off)) return Status::Error(f.path + ": read error");
+      const ChunkHeader& h = sh.chunk;
+      if (h.magic == 0) continue;  // reserved ahead of need, never used
+      const bool open = (h.flags & kChunkOpen) != 0;
+      const uint64_t room = std::min<uint64_t>(slot, f.file_size - off) - kSlotHeaderBytes;
+      std::string bad;
+      if (h.magic != kChunkMagic) {
+        bad = h.magic == __builtin_bswap32(kChunkMagic) ? "log written with a foreign byte order"
+                                                        : "bad chunk magic";
+      } else if (h.size > room) {
+        bad = "truncated chunk (" + std::to_string(h.size) + " payload bytes declared, " +
+              std::to_string(room) + " present)";
+      }
+      if (bad.empty()) {
+        payload.resize(h.size);
+        if (!PreadFull(f.fd, payload.data(), h.size, off + kSlotHeaderBytes))
+          return Status::Error(f.path + ": read error");
+        if (!open) {
+          ChunkHeader z = h;
+          z.checksum = 0;
+          const uint32_t crc = Crc32c(Crc32c(0, &z, sizeof z), payload.data(), h.size);
+          if (crc != h.checksum) bad = "corrupted chunk (checksum mismatch)";
+        }
+      }
+      if (!bad.empty()) {
+        if (strict_) return Damage(f, off, bad);
+        warnings_.push_back(f.path + ": " + bad + " in the slot at offset " + Hex(off) +
+                            "; skipped");
+        continue;
+      }
+      PendingChunk pc{};
+      pc.serial = h.serial;
+      pc.tid = h.tid;
+      size_t bytes = 0;
+      bool ok = false;
+      const uint32_t n = scan(h, &pc, &bytes, &ok);
+      if (!ok || (!open && n != h.nrecords)) {
+        // An open chunk's size is stored only after whole records, so
+        // damage there is damage, not a record being written.
+        GT_RETURN_IF_ERROR(Damage(f, off, "corrupted records in chunk"));
+        if (!open || n == 0) continue;
+      }
+      if (open && !strict_ && !warned_torn) {
+        // A record being written when the process stopped lies after the
+        // committed size: it is lost, and said once.
+        uint8_t after[16] = {0};
+        const uint64_t at = off + kSlotHeaderBytes + bytes;
+        const uint64_t left = std::min<uint64_t>(sizeof after, off + std::min<uint64_t>(slot, f.file_size - off) - at);
+        if (ok && left > 0 && PreadFull(f.fd, after, left, at)) {
+          bool torn = false;
+          for (uint64_t i = 0; i < left; ++i) torn = torn || after[i] != 0;
+          if (torn) {
+            warned_torn = true;
+            warnings_.push_back(f.path + ": a record being written when the process stopped (" +
+                                (h.tid != 0 ? "thread " + std::to_string(h.tid)
+                                            : std::string("the process stream")) +
+                                ") is incomplete; skipped");
+          }
+        }
+      }
+      pc.ref = ChunkRef{off + kSlotHeaderBytes, static_cast<uint32_t>(bytes), h.seq, n,
+                        h.base_ticks, h.flags};
+      const uint32_t kind = sh.wait_kind;
+      if (kind >= 1 && kind <= kMaxWaitKind) {
+        pc.has_wait = true;
+        Record& w = pc.wait;
+        w.type = kWait;
+        w.ts = sh.wait_t0;
+        w.cpu = sh.wait_cpu;
+        w.wait = WaitFields{kind, kWaitOpen | sh.wait_flags, sh.wait_obj, sh.wait_aux, 0,
+                            sh.wait_cpu, sh.wait_stack};
+        w.body = nullptr;
+        w.body_len = 0;
+      }
+      ++valid_chunks;
+      if (n > 0 || pc.has_wait) chunks.push_back(pc);
     }
-    ++valid_chunks;
-    if (n > 0) chunks.push_back(pc);
-    off += AlignChunk(sizeof h + h.size);
+  } else {
+    uint64_t off = sizeof(FileHeader);
+    while (off < f.file_size) {
+      ChunkHeader h;
+      if (f.file_size - off < sizeof h) {
+        if (!damage_what.empty()) break;  // the tail of a damaged stretch
+        GT_RETURN_IF_ERROR(Damage(f, off, "truncated chunk header"));
+        break;
+      }
+      if (!PreadFull(f.fd, &h, sizeof h, off)) return Status::Error(f.path + ": read error");
+      std::string bad;
+      if (h.magic != kChunkMagic) {
+        bad = h.magic == __builtin_bswap32(kChunkMagic) ? "log written with a foreign byte order"
+                                                        : "bad chunk magic";
+      } else if (h.size > kMaxChunkPayload) {
+        bad = "chunk too large";
+      } else if (f.file_size - off - sizeof h < h.size) {
+        bad = "truncated chunk (" + std::to_string(h.size) + " payload bytes declared, " +
+              std::to_string(f.file_size - off - sizeof h) + " present)";
+      }
+      if (bad.empty()) {
+        payload.resize(h.size);
+        if (!PreadFull(f.fd, payload.data(), h.size, off + sizeof h))
+          return Status::Error(f.path + ": read error");
+        ChunkHeader z = h;
+        z.checksum = 0;
+        const uint32_t crc = Crc32c(Crc32c(0, &z, sizeof z), payload.data(), h.size);
+        if (crc != h.checksum) bad = "corrupted chunk (checksum mismatch)";
+      }
+      if (!bad.empty()) {
+        if (strict_) return Damage(f, off, bad);
+        if (damage_what.empty()) {
+          damage_at = off;
+          damage_what = bad;
+        }
+        // Resynchronise on the next 8-aligned position holding a valid header.
+        off += 8;
+        continue;
+      }
+      end_damage(off);
+      PendingChunk pc{};
+      pc.serial = h.serial;
+      pc.tid = h.tid;
+      pc.ref = ChunkRef{off + sizeof h, h.size, h.seq, h.nrecords, h.base_ticks, h.flags};
+      size_t bytes = 0;
+      bool ok = false;
+      const uint32_t n = scan(h, &pc, &bytes, &ok);
+      if (!ok || n != h.nrecords) {
+        GT_RETURN_IF_ERROR(Damage(f, off, "corrupted records in chunk"));
+        off += AlignChunk(sizeof h + h.size);
+        continue;
+      }
+      ++valid_chunks;
+      if (n > 0) chunks.push_back(pc);
+      off += AlignChunk(sizeof h + h.size);
+    }
+    end_damage(std::min<uint64_t>(off, f.file_size));
   }
-  end_damage(std::min<uint64_t>(off, f.file_size));
 
   // Completeness: the final flush ends the log with a kTraceEnd that counts
   // the chunks before it. Without it the process did not finish the log.
   if (valid_chunks == 0) {
     // Nothing at all: reported as "contains no events" by Open().
   } else if (!have_end) {
-    const std::string msg = f.path + ": incomplete log: no end record (the traced process did "
-                                     "not finish it; --lenient encodes what is there)";
-    if (strict_) return Status::Error(msg);
-    warnings_.push_back(msg);
+    if (strict_) {
+      return Status::Error(f.path + ": incomplete log: no end record (the traced process did "
+                                    "not finish it; --lenient encodes what is there)");
+    }
+    notes_.push_back(f.path + ": the process did not finish its log (killed?): the trace ends "
+                              "with its last record");
   } else if (valid_chunks != end_rec.chunks_before + 1) {
     const std::string msg = f.path + ": incomplete log: " + std::to_string(valid_chunks) +
                             " chunks present, " + std::to_string(end_rec.chunks_before + 1) +
@@ -379,6 +508,16 @@ Status LogSet::IndexFile(uint32_t index) {
     f.ns_per_tick = static_cast<double>(sync_ns - fh.start_ns) /
                     static_cast<double>(sync_ticks - fh.start_ticks);
   }
+  // The pairs for interpolation: the start, then syncs at least 1 ms apart
+  // (closer ones would carry their read jitter into the rate), both clocks
+  // increasing (a pair that goes back is noise or damage: dropped).
+  std::sort(syncs.begin(), syncs.end());
+  f.syncs.clear();
+  f.syncs.emplace_back(fh.start_ticks, fh.start_ns);
+  for (const auto& p : syncs) {
+    const auto& last = f.syncs.back();
+    if (p.first > last.first && p.second >= last.second + 1'000'000) f.syncs.push_back(p);
+  }
 
   // Group into streams by serial, order by seq.
   std::map<uint32_t, std::vector<const PendingChunk*>> by_serial;
@@ -388,10 +527,15 @@ Status LogSet::IndexFile(uint32_t index) {
     // (written periodically, so that a killed process loses little) share
     // their (stream, seq) with later, longer versions of the same chunk, and
     // all versions hold the same prefix. The longest wins.
+    // Version 2 has each chunk twice while it is copied out of its
+    // thread's home slot (the copy is sealed; the home slot's is sealed,
+    // or open if the copy was cut short by a kill): the same records.
     std::sort(list.begin(), list.end(), [](const PendingChunk* a, const PendingChunk* b) {
       if (a->ref.seq != b->ref.seq) return a->ref.seq < b->ref.seq;
       if (a->ref.nrecords != b->ref.nrecords) return a->ref.nrecords > b->ref.nrecords;
-      return (a->ref.flags & kChunkSnapshot) < (b->ref.flags & kChunkSnapshot);
+      const uint32_t fa = a->ref.flags & (kChunkSnapshot | kChunkOpen);
+      const uint32_t fb = b->ref.flags & (kChunkSnapshot | kChunkOpen);
+      return fa < fb;
     });
     Stream s;
     s.file = index;
@@ -404,7 +548,14 @@ Status LogSet::IndexFile(uint32_t index) {
       s.chunks.push_back(list[i]->ref);
       s.nrecords += list[i]->ref.nrecords;
     }
-    const Record& first = list.front()->first;
+    // The wait in progress, if the newest chunk's slot publishes one: the
+    // thread was blocked there when the log was last written.
+    if (list.back()->has_wait && list.back()->ref.seq == s.chunks.back().seq) {
+      s.has_open_wait = true;
+      s.open_wait = list.back()->wait;
+    }
+    if (s.has_open_wait) ++s.nrecords;
+    const Record& first = list.front()->has_first ? list.front()->first : list.front()->wait;
     s.first_ts = f.ToNs(first.ts);
     if (serial != kProcessSerial && first.type == kThreadStart && list.front()->ref.seq == 0) {
       s.has_thread_start = true;
@@ -475,6 +626,15 @@ bool StreamCursor::Next(Record* r) {
       const size_t next = loaded_ ? chunk_ + 1 : 0;
       if (next >= stream_.chunks.size()) {
         Release();
+        if (stream_.has_open_wait && !open_wait_done_) {
+          // Published in the slot, not recorded: the thread was blocked
+          // there when the log was last written.
+          open_wait_done_ = true;
+          *r = stream_.open_wait;
+          r->ts = std::max(file_.ToNs(r->ts), floor_);
+          floor_ = r->ts;
+          return true;
+        }
         return false;
       }
       if (!LoadChunk(next)) return false;

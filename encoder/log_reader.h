@@ -99,13 +99,15 @@ struct LogFile {
   int fd = -1;
   FileHeader header{};
   uint64_t file_size = 0;
-  // Ticks to CLOCK_MONOTONIC nanoseconds: start_ns + (t - start_ticks) * ns_per_tick,
-  // with ns_per_tick from the header's estimate or, better, the latest kClockSync.
-  double ns_per_tick = 1.0;
-  uint64_t ToNs(Tick t) const {
-    const double d = static_cast<double>(static_cast<int64_t>(t - header.start_ticks)) * ns_per_tick;
-    return header.start_ns + static_cast<uint64_t>(static_cast<int64_t>(d));
-  }
+  // Ticks to CLOCK_MONOTONIC nanoseconds. The log pairs ticks with the
+  // clock at its start and at kClockSync records (written by every thread
+  // that records, every few milliseconds): times are interpolated between
+  // the pairs that surround them (piecewise linear, so a clock that the
+  // system slews, or a tick rate estimated early, costs no accuracy), and
+  // extrapolated with the whole log's average rate beyond the last one.
+  double ns_per_tick = 1.0;  // the average rate (the header's estimate without pairs)
+  std::vector<std::pair<Tick, uint64_t>> syncs;  // (ticks, ns), >= 1 ms apart, increasing
+  uint64_t ToNs(Tick t) const;
   uint64_t DurationNs(Tick d) const { return static_cast<uint64_t>(static_cast<double>(d) * ns_per_tick); }
 };
 
@@ -120,6 +122,11 @@ struct Stream {
   Tick first_ts = 0;
   bool has_thread_start = false;  // first record is kThreadStart
   ThreadStartFields start{};
+  // Version 2: the wait the thread was blocked in when the log was last
+  // written (published in its newest slot, not yet recorded): a kWait with
+  // kWaitOpen, returned by the cursor after the stream's records.
+  bool has_open_wait = false;
+  Record open_wait{};
 };
 
 struct ReadOptions {
@@ -141,6 +148,9 @@ class LogSet {
   uint64_t total_chunks() const { return total_chunks_; }
   // Lenient mode: what was skipped, one line each.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Lenient mode: what is normal for the log of a killed process (no end
+  // record), said once per file, not as damage.
+  const std::vector<std::string>& notes() const { return notes_; }
   bool strict() const { return strict_; }
   // After Open failed: whether only because the logs, intact, hold no
   // events (a process killed before it recorded anything).
@@ -154,6 +164,7 @@ class LogSet {
   std::vector<Stream> streams_;
   bool no_events_ = false;
   std::vector<std::string> warnings_;
+  std::vector<std::string> notes_;
   uint64_t total_records_ = 0;
   uint64_t total_chunks_ = 0;
   bool strict_ = true;
@@ -189,6 +200,7 @@ class StreamCursor {
   uint32_t records_left_ = 0;
   Tick last_raw_ = 0;       // previous record's unclamped time (delta base)
   Tick floor_ = 0;          // clamp: records never go below this
+  bool open_wait_done_ = false;
   Status status_;
 };
 

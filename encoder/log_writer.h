@@ -26,23 +26,51 @@ struct SealedChunk {
 
 class ChunkWriter {
  public:
-  // mem must hold at least sizeof(ChunkHeader) + 256 bytes and be 8-aligned.
-  void Init(uint8_t* mem, size_t capacity) {
+  // mem must hold at least header_bytes + 256 bytes and be 8-aligned.
+  // header_bytes: sizeof(ChunkHeader) for packed chunks (Seal), or
+  // kSlotHeaderBytes for a version-2 slot written in place (OpenInPlace).
+  void Init(uint8_t* mem, size_t capacity, size_t header_bytes = sizeof(ChunkHeader)) {
     mem_ = mem;
     end_ = mem + (capacity & ~size_t{7});
+    header_bytes_ = header_bytes;
     Begin(0);
   }
 
   // Starts a new, empty chunk whose first record is relative to base_ticks.
   void Begin(Tick base_ticks) {
-    pos_ = mem_ + sizeof(ChunkHeader);
+    pos_ = mem_ + header_bytes_;
     base_ticks_ = last_ticks_ = base_ticks;
     nrecords_ = 0;
   }
 
+  // --- Version-2 slots: the chunk is written where a reader can find it ---
+  // After Begin(): writes an open chunk header (kChunkOpen, size 0) and
+  // clears the slot's wait fields.
+  void OpenInPlace(uint32_t serial, uint32_t tid, uint32_t seq) {
+    auto* h = reinterpret_cast<SlotHeader*>(mem_);
+    std::memset(h, 0, sizeof *h);
+    h->chunk.size = 0;
+    h->chunk.serial = serial;
+    h->chunk.tid = tid;
+    h->chunk.seq = seq;
+    h->chunk.base_ticks = base_ticks_;
+    h->chunk.flags = kChunkOpen;
+    __atomic_store_n(&h->chunk.magic, kChunkMagic, __ATOMIC_RELEASE);
+  }
+  // Makes every record written so far part of the open chunk (one store).
+  void PublishSize() {
+    __atomic_store_n(&reinterpret_cast<ChunkHeader*>(mem_)->size,
+                     static_cast<uint32_t>(payload_size()), __ATOMIC_RELEASE);
+  }
+  // Seals the open chunk in place: record count and checksum first, the
+  // flag last, so that a reader that sees it sealed sees them too.
+  void SealInPlace();
+  SlotHeader* slot_header() { return reinterpret_cast<SlotHeader*>(mem_); }
+
   bool empty() const { return nrecords_ == 0; }
+  Tick last_ticks() const { return last_ticks_; }  // the time of the latest record
   uint32_t nrecords() const { return nrecords_; }
-  size_t payload_size() const { return static_cast<size_t>(pos_ - mem_) - sizeof(ChunkHeader); }
+  size_t payload_size() const { return static_cast<size_t>(pos_ - mem_) - header_bytes_; }
   size_t capacity_left() const { return static_cast<size_t>(end_ - pos_); }
   // True when a record of n bytes still fits (leaving room for padding).
   bool Fits(size_t n) const { return capacity_left() >= n + 8; }
@@ -284,6 +312,7 @@ class ChunkWriter {
   }
 
   uint8_t* mem_ = nullptr;
+  size_t header_bytes_ = sizeof(ChunkHeader);
   uint8_t* pos_ = nullptr;
   uint8_t* end_ = nullptr;
   Tick base_ticks_ = 0;
@@ -291,8 +320,9 @@ class ChunkWriter {
   uint32_t nrecords_ = 0;
 };
 
-// Fills a FileHeader.
+// Fills a FileHeader: version 2 with slots of slot_bytes, or, with
+// slot_bytes 0, version 1 (packed chunks, as ChunkWriter::Seal writes them).
 void InitFileHeader(FileHeader* h, uint64_t ticks_per_second, Tick start_ticks, uint32_t pid,
-                    uint32_t ppid, uint32_t ncpus);
+                    uint32_t ppid, uint32_t ncpus, uint32_t slot_bytes = 0);
 
 }  // namespace gotrace::log

@@ -65,6 +65,11 @@ void ReadConfig(Config* c) {
     if (sys::ParseU64(v, &kb) && kb >= 4 && kb <= 65536) c->buffer_kb = static_cast<uint32_t>(kb);
     else Invalid("GOTRACE_BUFFER_KB", v, "a size in KiB from 4 to 65536");
   }
+  if ((v = getenv("GOTRACE_MAX_MB")) && *v) {
+    uint64_t mb;
+    if (sys::ParseU64(v, &mb) && mb <= (uint64_t{1} << 30)) c->max_mb = static_cast<uint32_t>(mb);
+    else Invalid("GOTRACE_MAX_MB", v, "a size in MiB (0: no limit)");
+  }
   if ((v = getenv("GOTRACE_BLOCK_US")) && *v) {
     uint64_t us;
     if (sys::ParseU64(v, &us) && us <= 3'600'000'000ull) c->block_threshold_ns = us * 1000;

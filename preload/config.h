@@ -32,7 +32,8 @@ struct Config {
   UnwindMode unwind = UnwindMode::kFp;
   uint32_t depth = 64;                   // frames per stack, 1..128
   uint32_t events = kGroupAll;
-  uint32_t buffer_kb = 64;               // per-thread buffer
+  uint32_t buffer_kb = 64;               // per-thread buffer (a slot of the log)
+  uint32_t max_mb = 1024;                // the event log's size limit (0: none)
   uint64_t block_threshold_ns = 20'000;  // passed to the encoder
   char out_template[1024] = "gotrace.%p.trace";
 };

@@ -45,11 +45,13 @@
 #include <optional>
 
 #include "encoder/encode_api.h"
+#include "encoder/log_decode.h"
 #include "preload/heap.h"
 #include "preload/real.h"
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
+#include "unwind/fp_unwind.h"
 #include "unwind/libunwind_unwind.h"
 
 namespace gotrace {
@@ -66,12 +68,6 @@ constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 constexpr int kTermSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE,
                                 SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU};
 constexpr int kMaxSignal = 65;
-
-// Scratch for copying thread buffers: one for the exit/crash path, one for
-// the flusher thread, which may run at the same time. Zero-fill-on-demand:
-// only what is touched costs memory.
-alignas(64) uint8_t g_final_scratch[(64u << 20) + 8192];
-alignas(64) uint8_t g_flusher_scratch[(64u << 20) + 8192];
 
 char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
 struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
@@ -226,7 +222,7 @@ void WriteHeader() {
   log::FileHeader h;
   log::InitFileHeader(&h, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns), g.start_ticks,
                       static_cast<uint32_t>(g.pid), static_cast<uint32_t>(sys::GetPPid()),
-                      g.ncpus);
+                      g.ncpus, g.slot_bytes);
   h.start_ns = g.start_ns;
   (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
 }
@@ -237,56 +233,128 @@ bool StartLog() {
   g.start_ticks = sys::Ticks();
   if (!OpenLog()) return false;
   ResetLogState();
+  // The header has a page of its own; slots follow (log_format.h).
+  sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
   WriteHeader();
+  g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
   ModulesReset();
-  g.phase.store(Phase::kReady, std::memory_order_release);
+  g.bind.store((g.log_gen << 1) | 1, std::memory_order_release);
   RescanModules(false);
   return true;
 }
 
+// Recording ends in this log: hooks pass through from now on.
+void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
+
 // --- Final flush and encode ----------------------------------------------------
 
-// Flushes everything recorded (threads may still be running) and ends the
-// log. Async-signal-safe when `in_signal_handler`: raw system calls, no
-// locks waited for, no allocation. Returns whether the log holds more than
-// the threads' start records and, if `spare_heap_sample`, one heap sample
-// (a fork child on its way to exec holds its start and the heap it
-// inherited, sampled at the exec: not worth a trace of its own).
+// Records in r's open chunk that are events of the trace (not its start,
+// clock syncs, names or stack definitions). The owner may still be adding
+// records: counted up to the size it last published.
+uint64_t CountEvents(ThreadRec* r) {
+  const log::SlotHeader* h = r->s.hdr();
+  const uint32_t size = __atomic_load_n(&h->chunk.size, __ATOMIC_ACQUIRE);
+  if (size > g.slot_bytes - log::kSlotHeaderBytes) return 0;
+  const uint8_t* p = r->s.window + log::kSlotHeaderBytes;
+  const uint8_t* end = p + size;
+  Tick raw = h->chunk.base_ticks;
+  uint64_t n = 0;
+  while (p < end) {
+    log::RawRecord rec;
+    size_t used;
+    if (log::DecodeRecord(p, end, &raw, &rec, &used) != log::Decode::kOk) break;
+    switch (rec.type) {
+      case log::kThreadStart: case log::kClockSync: case log::kThreadName: case log::kStackDef:
+        break;
+      default:
+        ++n;
+    }
+    p += used;
+  }
+  return n;
+}
+
+// Ends the log: every thread wrote its records into its slot already
+// (threads may still be running and add more, which the encoder reads only
+// up to the end record's time). What is left is the stack of threads blocked
+// in a system call (published without one: it is unwound here, from the
+// interposer's frame), the module list, the end record and the file's size.
+// Async-signal-safe when `in_signal_handler`: raw system calls, no locks
+// waited for, no allocation. Returns whether the log holds more than the
+// threads' start records and, if `spare_heap_sample`, one heap sample (a
+// fork child on its way to exec holds its start and the heap it inherited,
+// sampled at the exec: not worth a trace of its own).
 bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
-  const uint64_t spilled_before = g.chunks_written.load(std::memory_order_relaxed);
-  // Let in-flight spills finish (bounded: a pwrite of one chunk).
+  // Let threads taking a new slot finish (bounded: an mmap).
   for (int i = 0; i < 20000 && g.writers.load(std::memory_order_seq_cst) != 0; ++i)
     sys::Syscall6(SYS_sched_yield);
-  uint64_t records = 0, threads = 0;
+  uint64_t events = 0, threads = 0;
+  ProcLock lock{ProcLock::Try{}};
+  // Not in a handler: the holder is another thread, finishing soon; wait
+  // for it, and hold the lock for the whole final flush.
+  std::optional<ProcLock> waited;
+  if (!lock.held() && !in_signal_handler) waited.emplace();
+  const bool proc = lock.held() || waited.has_value();
   const uint32_t used = PoolUsed();
   for (uint32_t i = 0; i < used; ++i) {
     ThreadRec* r = PoolSlot(i);
-    if (r->in_use.load(std::memory_order_acquire) == 0) continue;
+    if (r->in_use.load(std::memory_order_acquire) == 0 || r->s.log_gen != g.log_gen) continue;
     ++threads;
-    records += SnapshotRec(r, g_final_scratch, sizeof g_final_scratch, false, true);
-  }
-  {
-    ProcLock lock{ProcLock::Try{}};
-    // Not in a handler: the holder is another thread, finishing soon; wait
-    // for it, and hold the lock for the whole final flush.
-    std::optional<ProcLock> waited;
-    if (!lock.held() && !in_signal_handler) waited.emplace();
-    if (lock.held() || waited) {
-      if (!in_signal_handler) RescanLocked(false, false, true);  // dl_iterate_phdr is not AS-safe
-      ProcReserve(128, true);
-      AppendClockSync(&ProcWriter(), sys::CurrentCpu());
-      const Tick end = sys::Ticks();
-      ProcFlush(true);  // everything but the end record
-      ProcWriter().TraceEnd(end, 0, g.records_dropped.load(), g.chunks_dropped.load(),
-                            g.chunks_written.load());
-      ProcFlush(true);
+    events += CountEvents(r);
+    log::SlotHeader* h = r->s.hdr();
+    const uint32_t kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);
+    const void* frame = r->wait_frame;
+    if (kind == 0 || h->wait_stack != 0 || frame == nullptr || !proc ||
+        g.config.unwind == UnwindMode::kNone) {
+      continue;
     }
+    // Blocked in a system call: its frames above the interposer's are at
+    // rest; walk them within its stack bounds (a thread that wakes meanwhile
+    // can only make the walk stop early or read stale words, never fault).
+    // Kept only if the wait is still the same one.
+    const Tick t0 = h->wait_t0;
+    const auto fa = reinterpret_cast<uintptr_t>(frame);
+    if (fa < r->stack_lo || fa >= r->stack_hi) continue;
+    uint64_t pcs[log::kMaxStackDepth];
+    const size_t n = unwind::FpUnwind(frame, unwind::FpBounds{fa, r->stack_hi}, pcs, g.config.depth);
+    size_t k = 0;
+    for (size_t j = 0; j < n; ++j)
+      if (pcs[j] < g.self_lo || pcs[j] >= g.self_hi) pcs[k++] = pcs[j];
+    if (k == 0) continue;
+    bool fresh = false;
+    const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
+    const uint32_t stack = InternStack(pcs, k, epoch, &fresh);
+    if (stack == 0) continue;
+    if (fresh) {
+      ProcReserve(log::ChunkWriter::StackDefBound(k), true);
+      ProcWriter().StackDef(t0, 0, stack, epoch, pcs, k);
+      ProcCommit();
+    }
+    if (__atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE) == kind && h->wait_t0 == t0)
+      __atomic_store_n(&h->wait_stack, stack, __ATOMIC_RELEASE);
+  }
+  if (proc) {
+    if (!in_signal_handler) RescanLocked(false, false, true);  // dl_iterate_phdr is not AS-safe
+    ProcReserve(128, true);
+    AppendClockSync(&ProcWriter(), sys::CurrentCpu());
+    ProcCommit();
+    // The end record counts the chunks before it: every slot handed out,
+    // but the one it is written in.
+    ProcReserve(128, true);
+    const Tick end = sys::Ticks();
+    const uint64_t slots = g.next_slot.load(std::memory_order_acquire);
+    ProcWriter().TraceEnd(end, 0, g.records_dropped.load(), g.chunks_dropped.load(),
+                          slots > 0 ? slots - 1 : 0);
+    ProcCommit();
+    ProcEnd();
   }
   WriteHeader();
+  TruncateLog();
+  (void)threads;
   const uint64_t spare =
       spare_heap_sample && g.heap_records.load(std::memory_order_relaxed) == 1 ? 1 : 0;
-  return spilled_before > 0 || records > threads + spare;
+  return g.chunks_written.load(std::memory_order_relaxed) > 0 || events > spare;
 }
 
 // Loads libgotrace_encode.so (only now) and writes the trace.
@@ -314,7 +382,10 @@ void EncodeNow(const char* out_path, bool announce) {
   req.offline = 1;
   // Chunks that could not be written (a full disk) leave the log without
   // its end: encode what is there; the gap was reported when it happened.
-  req.lenient = g.chunks_dropped.load(std::memory_order_relaxed) > 0 ? 1 : 0;
+  req.lenient = g.chunks_dropped.load(std::memory_order_relaxed) > 0 ||
+                        g.stopped.load(std::memory_order_relaxed)
+                    ? 1
+                    : 0;
   GotraceEncodeResult res{};
   const int rc = fn(&req, &res);
   const uint64_t ms100 = (sys::Ticks() - t0) * 100 /
@@ -414,6 +485,7 @@ void Finalize(bool for_exec) {
   // Before the phase moves: from then on a termination signal's own flush
   // stands aside, so it must wait for this one instead.
   DeferTermSignals defer;
+  Unbind();
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
@@ -507,6 +579,7 @@ bool EncodeInChild() {
 void CrashFlush(int sig, bool in_handler) {
   // Once per process: a second fault (also one inside this flush) finds the
   // phase already moved and goes straight to its action.
+  Unbind();
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
@@ -696,29 +769,6 @@ void* FlusherMain(void*) {
     // then be this one (the exit handlers then run here).
     if (!FlusherNap(interval_ns)) break;
     if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.pid != my_pid) break;
-    const Tick now = sys::Ticks();
-    const uint32_t used = PoolUsed();
-    for (uint32_t i = 0; i < used; ++i) {
-      ThreadRec* r = PoolSlot(i);
-      if (r->in_use.load(std::memory_order_acquire) == 0) continue;
-      const uint32_t committed = r->committed.load(std::memory_order_acquire);
-      const uint32_t gen = r->chunk_gen.load(std::memory_order_acquire);
-      const bool changed = committed != r->snap_committed || gen != r->snap_gen;
-      const bool idle = now - r->chunk_base.load(std::memory_order_relaxed) > g.flush_ticks;
-      if (!changed || !idle || committed == 0) continue;
-      if (SnapshotRec(r, g_flusher_scratch, sizeof g_flusher_scratch, true, false) > 0) {
-        r->snap_committed = committed;
-        r->snap_gen = gen;
-      }
-    }
-    {
-      ProcLock lock{ProcLock::Try{}};
-      if (lock.held() && !ProcWriter().empty()) {
-        const log::SealedChunk c =
-            ProcWriter().Seal(log::kProcessSerial, 0, ProcSeq(), log::kChunkSnapshot);
-        WriteChunk(c, false);
-      }
-    }
     WriteHeader();
   }
   g_flusher_running.store(false);
@@ -756,13 +806,17 @@ void AtExit() { Finalize(false); }
 // restarted lazily by the first spill.
 void AtForkChild() {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
+  Unbind();
   g.phase.store(Phase::kDisabled, std::memory_order_release);
   sys::Close(g.log_fd);  // the parent's
   g.log_fd = -1;
   g_flusher_running.store(false);
-  if (!g.config.follow) return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
+  // The parent's slots are mapped here (MAP_SHARED): drop them before
+  // anything can write to them, followed or not.
+  PoolResetForChild();
+  if (!g.config.follow) return;
   g.pid = sys::GetPid();
   g.descendant = true;
   g.forked_image = true;
@@ -771,7 +825,6 @@ void AtForkChild() {
   g.app_threads.store(1, std::memory_order_relaxed);
   g_flusher_retired.store(false);
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
-  PoolResetForChild();
   if (!DepotInit() || !StartLog()) return;
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                             log::kThreadMain | log::kThreadExisted);
@@ -862,7 +915,7 @@ __attribute__((constructor(101))) void Init() {
   // thresholds.
   const uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
   g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
-  if (g.config.flush_ms > 0) g.flush_ticks = tps / 1000 * g.config.flush_ms;
+  g.sync_ticks = tps / 100;  // 10 ms: see Commit
   g.events = g.config.events;
   // Registered early, so they run late: after the program's own atexit /
   // at_quick_exit handlers and static destructors (H26).
@@ -896,7 +949,10 @@ void AfterFailedExec() {
   TracerScope tracer;
   ErrnoGuard errno_guard;
   ++g.image;
-  PoolResetForChild();
+  // Not PoolResetForChild: other threads of the image live on, possibly
+  // inside a hook with their record in hand. Their records stay theirs (and
+  // stay mapped to the finished log); each thread takes a new one in the new
+  // log at its next hook (the log generation moved).
   sys::Close(g.log_fd);  // the finished image's log (its trace is written)
   g.log_fd = -1;
   if (!DepotInit() || !StartLog()) return;

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,35 +50,48 @@ constexpr int kDtorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
 unwind::StackDepot g_depot;
 pthread_key_t g_key;
 
-// --- The pool of thread records ---------------------------------------------
-// Slot i lives at g_pool + i * g_slot_bytes: the ThreadRec, then its chunk
-// buffer. Memory is reserved once (MAP_NORESERVE) and committed as touched;
-// slots of exited threads are reused through a lock-free free list whose head
-// carries a tag against ABA.
-uint8_t* g_pool = nullptr;
-size_t g_slot_bytes = 0;
+// --- Memory: the stream windows and the pool of thread records --------------
+// One region, reserved once (MAP_NORESERVE) and committed as touched:
+//   [process stream window][kernel stream window][pool slot 0][pool slot 1]...
+// Pool slot i holds thread record i (page-rounded) and then its window, the
+// slot_bytes of address space where the log slot it writes is mapped. A
+// fork child replaces the whole region in one mmap (PoolResetForChild), so
+// nothing it writes can reach the parent's log. Thread records of exited
+// threads are reused through a lock-free free list whose head carries a tag
+// against ABA.
+uint8_t* g_region = nullptr;
+size_t g_region_bytes = 0;
+size_t g_rec_bytes = 0;   // a thread record, page-rounded
+size_t g_pool_stride = 0;
 std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
 std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 
-ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(g_pool + size_t{i} * g_slot_bytes); }
+uint8_t* PoolBase() { return g_region + 2 * size_t{g.slot_bytes}; }
+ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(PoolBase() + size_t{i} * g_pool_stride); }
 
 bool PoolInit(size_t buffer_kb) {
-  if (g_pool != nullptr) return true;
-  g_slot_bytes = (((sizeof(ThreadRec) + 63) & ~size_t{63}) + buffer_kb * 1024 + 4095) & ~size_t{4095};
-  g_pool = static_cast<uint8_t*>(sys::MapMemory(g_slot_bytes * kMaxThreads));
-  return g_pool != nullptr;
+  if (g_region != nullptr) return true;
+  g.slot_bytes = static_cast<uint32_t>((buffer_kb * 1024 + 4095) & ~size_t{4095});
+  g_rec_bytes = (sizeof(ThreadRec) + 4095) & ~size_t{4095};
+  g_pool_stride = g_rec_bytes + g.slot_bytes;
+  g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * kMaxThreads;
+  g_region = static_cast<uint8_t*>(sys::MapMemory(g_region_bytes));
+  return g_region != nullptr;
 }
 uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
 void PoolResetForChild() {
-  // Only the forking thread survives a fork, and its buffer holds the
-  // parent's records: nothing of the pool is ours. Slots are reinitialized
-  // when handed out again.
+  // Only the calling thread survives a fork (or a failed exec's reset), and
+  // the region maps the parent's (or the finished image's) log: nothing of
+  // it is ours. One mmap replaces it with fresh memory.
+  sys::Mmap(g_region, g_region_bytes, PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   g_pool_used.store(0, std::memory_order_relaxed);
   g_free_head.store(0xffffffffull, std::memory_order_relaxed);
   t_state.rec = nullptr;
   t_state.status = kThreadNew;
+  t_state.bound = 0;
 }
 bool DepotInit() { return g_depot.Init(size_t{1} << 20, size_t{64} << 20); }
 
@@ -95,8 +109,7 @@ ThreadRec* AllocRec() {
   }
   ThreadRec* r = new (Slot(i)) ThreadRec();
   r->index = i;
-  r->mem = reinterpret_cast<uint8_t*>(r) + ((sizeof(ThreadRec) + 63) & ~size_t{63});
-  r->mem_bytes = g_slot_bytes - static_cast<size_t>(r->mem - reinterpret_cast<uint8_t*>(r));
+  r->s.window = reinterpret_cast<uint8_t*>(r) + g_rec_bytes;
   return r;
 }
 
@@ -110,51 +123,212 @@ void FreeRec(ThreadRec* r) {
   }
 }
 
-// --- Writing chunks -----------------------------------------------------------
+// --- The log file: slots written in place -------------------------------------
+// The file is FileHeader (in a page of its own), then slots of slot_bytes.
+// A slot is handed out with one atomic add; the file grows ahead of need, in
+// steps, with fallocate, so that a full disk is an error here (ENOSPC), never
+// a SIGBUS in a thread writing its mapped slot.
 
-// Writes a sealed chunk at a freshly reserved offset. `final_flush` is the
-// exit path itself, which writes after the phase changed.
-bool WriteChunk(const log::SealedChunk& c, bool final_flush) {
-  g.writers.fetch_add(1, std::memory_order_seq_cst);
-  if (!final_flush && g.phase.load(std::memory_order_seq_cst) != Phase::kReady) {
-    g.writers.fetch_sub(1, std::memory_order_release);
-    return false;
-  }
-  const uint64_t off = g.log_offset.fetch_add(c.size, std::memory_order_relaxed);
-  const long rc = sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), c.data, c.size, off);
-  if (rc == 0) {
-    g.chunks_written.fetch_add(1, std::memory_order_relaxed);
-  } else if (g.chunks_dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
-    char buf[1400];
-    sys::Line l(buf, sizeof buf);
-    l.Str("cannot write the event log ").Str(g.log_path).Str(" (");
-    l.Str(strerrordesc_np(static_cast<int>(-rc))).Str("); events that do not fit are dropped and counted");
-    sys::Log(l.c_str());
-  }
-  g.writers.fetch_sub(1, std::memory_order_release);
-  return rc == 0;
+std::atomic_flag g_grow_lock = ATOMIC_FLAG_INIT;
+
+void StopRecording(const char* why) {
+  if (g.stopped.exchange(true, std::memory_order_acq_rel)) return;
+  g.events = 0;  // hooks pass straight through from now on
+  char buf[1400];
+  sys::Line l(buf, sizeof buf);
+  l.Str(why).Str("; recording stopped, the trace will hold what was recorded until now");
+  sys::Log(l.c_str());
 }
 
-void BeginChunk(ThreadRec* r, Tick base) {
-  // Seqlock for snapshots (SnapshotRec): the generation moves before the
-  // buffer is reused, so a copy that straddles the reset is detected.
-  r->chunk_gen.fetch_add(1, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_release);
-  r->w.Begin(base);
-  r->chunk_base.store(base, std::memory_order_relaxed);
-  r->cur_seq.store(r->seq, std::memory_order_relaxed);
-  r->spill_at = base + g.flush_ticks;
-  r->committed.store(0, std::memory_order_release);
+// Makes the file long enough for `need` slots, with blocks allocated.
+bool GrowFile(uint64_t need) {
+  while (g_grow_lock.test_and_set(std::memory_order_acquire)) sys::Syscall6(SYS_sched_yield);
+  bool ok = true;
+  uint64_t have = g.file_slots.load(std::memory_order_acquire);
+  if (have < need) {
+    // Steps of 1 MiB (at least one slot, at most 16): few system calls, and
+    // little allocated ahead of a process that records little.
+    const uint64_t step = std::max<uint64_t>(1, std::min<uint64_t>(16, (1u << 20) / g.slot_bytes));
+    uint64_t want = std::max(need, have + step);
+    if (want > g.max_slots) want = std::max(need, g.max_slots);
+    const int fd = __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE);
+    const uint64_t from = log::kSlotsOffset + have * g.slot_bytes;
+    long rc = sys::Syscall6(SYS_fallocate, fd, 0, static_cast<long>(from), static_cast<long>((want - have) * g.slot_bytes));
+    if (rc == -ENOSPC && want > need) {
+      // Not a whole step left: just what is needed now.
+      want = need;
+      rc = sys::Syscall6(SYS_fallocate, fd, 0, static_cast<long>(from),
+                         static_cast<long>((want - have) * g.slot_bytes));
+    }
+    if (rc == -EOPNOTSUPP || rc == -ENOSYS) {
+      // A filesystem without fallocate: write the zeros ourselves (the
+      // blocks are then allocated just the same).
+      static const uint8_t kZeros[16384] = {};
+      const uint64_t end = from + (want - have) * g.slot_bytes;
+      rc = 0;
+      for (uint64_t off = from; rc == 0 && off < end; off += sizeof kZeros)
+        rc = sys::PwriteAll(fd, kZeros, std::min<uint64_t>(sizeof kZeros, end - off), off);
+    }
+    if (rc == 0) {
+      g.file_slots.store(want, std::memory_order_release);
+    } else {
+      ok = false;
+      char buf[1400];
+      sys::Line l(buf, sizeof buf);
+      l.Str("cannot extend the event log ").Str(g.log_path).Str(" (");
+      l.Str(strerrordesc_np(static_cast<int>(-rc))).Str(")");
+      StopRecording(l.c_str());
+    }
+  }
+  g_grow_lock.clear(std::memory_order_release);
+  return ok;
+}
+
+// A fresh slot for a stream, or -1 (recording stopped).
+int64_t NewSlot() {
+  if (g.stopped.load(std::memory_order_acquire)) return -1;
+  const uint64_t i = g.next_slot.fetch_add(1, std::memory_order_acq_rel);
+  if (i >= g.max_slots) {
+    g.next_slot.fetch_sub(1, std::memory_order_acq_rel);
+    char buf[200];
+    sys::Line l(buf, sizeof buf);
+    l.Str("the event log reached GOTRACE_MAX_MB (");
+    l.U64(g.config.max_mb).Str(" MiB)");
+    StopRecording(l.c_str());
+    return -1;
+  }
+  if (i >= g.file_slots.load(std::memory_order_acquire) && !GrowFile(i + 1)) return -1;
+  return static_cast<int64_t>(i);
+}
+
+// Opens a new chunk in the stream's home slot (mapping it first if the
+// stream has none in this log). On failure the stream writes nothing (its
+// writer has no room) and its window is plain memory, so that a wait
+// published in it lands somewhere harmless. `final_flush`: the exit path
+// itself, after the phase moved.
+//
+// Problem: a page fault on a shared file mapping costs 35 us on the VMs
+// this was measured on (12 us anonymous), so a stream that moved to fresh
+// file pages for every chunk paid about 200 ns per record. A stream keeps
+// one home slot instead, mapped once, and copies each full chunk out with
+// one pwrite (StreamSpill): its pages are faulted once per log, and a kill
+// still loses nothing, since every record is in the page cache the moment
+// it is complete, in the home slot or in a copy.
+bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
+  if (s->window == nullptr) return false;
+  g.writers.fetch_add(1, std::memory_order_seq_cst);
+  bool ok = final_flush || g.phase.load(std::memory_order_seq_cst) == Phase::kReady;
+  if (ok && s->log_gen != g.log_gen) {
+    const int64_t slot = NewSlot();
+    ok = slot >= 0;
+    if (ok) {
+      const long m = sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_FIXED, __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE),
+                               static_cast<long>(log::kSlotsOffset + uint64_t(slot) * g.slot_bytes));
+      ok = m == reinterpret_cast<long>(s->window);
+      if (ok) {
+        s->log_gen = g.log_gen;
+      } else {
+        char buf[200];
+        sys::Line l(buf, sizeof buf);
+        l.Str("cannot map the event log (").Str(strerrordesc_np(static_cast<int>(-m))).Str(")");
+        StopRecording(l.c_str());
+      }
+    }
+  }
+  if (ok) {
+    s->w.Init(s->window, g.slot_bytes, log::kSlotHeaderBytes);
+    s->w.Begin(base);
+    s->w.OpenInPlace(s->serial, s->tid, s->seq++);
+    s->open = true;
+  } else {
+    s->open = false;
+    if (s->log_gen != g.log_gen) {
+      sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    }
+    s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
+  }
+  g.writers.fetch_sub(1, std::memory_order_release);
+  return ok;
+}
+
+// Seals the stream's chunk in place (if it has one).
+void StreamSeal(SlotStream* s) {
+  if (s->log_gen != g.log_gen || s->log_gen == 0 || !s->open) return;
+  s->w.SealInPlace();
+  s->open = false;
+  // Sealed thread chunks: a thread that filled a slot, or ended, recorded
+  // something worth a trace (FlushEverything).
+  if (s->serial != log::kProcessSerial && s->serial != log::kKernelSerial)
+    g.chunks_written.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Seals the stream's chunk and copies it to a slot of its own, so that the
+// home slot can take the next chunk. False (the chunk stays sealed in the
+// home slot, nothing is lost) when the copy cannot be written.
+bool StreamCopyOut(SlotStream* s, bool final_flush) {
+  if (s->log_gen != g.log_gen || s->log_gen == 0 || !s->open) return false;
+  StreamSeal(s);
+  g.writers.fetch_add(1, std::memory_order_seq_cst);
+  bool ok = final_flush || g.phase.load(std::memory_order_seq_cst) == Phase::kReady;
+  const int64_t slot = ok ? NewSlot() : -1;
+  ok = slot >= 0;
+  if (ok) {
+    const size_t n = log::kSlotHeaderBytes + s->w.payload_size();
+    const long rc = sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), s->window, n,
+                                   log::kSlotsOffset + uint64_t(slot) * g.slot_bytes);
+    ok = rc == 0;
+    if (!ok) {
+      g.chunks_dropped.fetch_add(1, std::memory_order_relaxed);
+      char buf[1400];
+      sys::Line l(buf, sizeof buf);
+      l.Str("cannot write the event log ").Str(g.log_path).Str(" (");
+      l.Str(strerrordesc_np(static_cast<int>(-rc))).Str(")");
+      StopRecording(l.c_str());
+    }
+  }
+  g.writers.fetch_sub(1, std::memory_order_release);
+  return ok;
+}
+
+// A full chunk: copy it out and start the next one in the home slot.
+bool StreamSpill(SlotStream* s, bool final_flush) {
+  if (s->log_gen == g.log_gen && s->open && !StreamCopyOut(s, final_flush)) {
+    s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
+    return false;
+  }
+  if (g.stopped.load(std::memory_order_acquire)) {
+    s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
+    return false;
+  }
+  return StreamBegin(s, sys::Ticks(), final_flush);
+}
+
+// Gives back the slots the file was grown by but never used.
+void TruncateLog() {
+  const uint64_t used = g.next_slot.load(std::memory_order_acquire);
+  const uint64_t len = log::kSlotsOffset + used * g.slot_bytes;
+  if (sys::Syscall6(SYS_ftruncate, __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE),
+                    static_cast<long>(len)) == 0) {
+    g.file_slots.store(used, std::memory_order_release);
+  }
 }
 
 void ResetLogState() {
-  g.log_offset.store(sizeof(log::FileHeader), std::memory_order_relaxed);
+  g.next_slot.store(0, std::memory_order_relaxed);
+  g.file_slots.store(0, std::memory_order_relaxed);
+  g.stopped.store(false, std::memory_order_relaxed);
+  g.max_slots = g.config.max_mb == 0
+                    ? ~uint64_t{0}
+                    : std::max<uint64_t>(2, (uint64_t{g.config.max_mb} << 20) / g.slot_bytes);
   g.writers.store(0, std::memory_order_relaxed);
   g.chunks_written.store(0, std::memory_order_relaxed);
   g.chunks_dropped.store(0, std::memory_order_relaxed);
   g.records_dropped.store(0, std::memory_order_relaxed);
   g.heap_records.store(0, std::memory_order_relaxed);
   g.next_serial.store(1, std::memory_order_relaxed);
+  ++g.log_gen;
 }
 
 // A clock sync point: lets the encoder refine the tick frequency from the
@@ -166,11 +340,9 @@ void AppendClockSync(log::ChunkWriter* w, uint32_t cpu) {
 }
 
 // --- The process stream: modules, clock, end ------------------------------
-// Rare writers (init, dlopen/dlclose, exit) serialise on a spinlock; the
-// memory is static.
-alignas(64) uint8_t g_proc_mem[64 << 10];
-log::ChunkWriter g_proc_w;
-uint32_t g_proc_seq = 0;
+// Rare writers (init, dlopen/dlclose, exit) serialise on a spinlock; its
+// slot window is the first of the region.
+SlotStream g_proc;
 std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
 
 ProcLock::ProcLock() {
@@ -185,22 +357,28 @@ ProcLock::ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acqu
 
 void ProcInit(Tick base) {
   g_proc_lock.clear(std::memory_order_release);  // a forked child may inherit it taken
-  g_proc_w.Init(g_proc_mem, sizeof g_proc_mem);
-  g_proc_w.Begin(base);
-  g_proc_seq = 0;
+  g_proc.window = g_region;
+  g_proc.serial = log::kProcessSerial;
+  g_proc.tid = 0;
+  g_proc.seq = 0;
+  g_proc.log_gen = 0;
+  StreamBegin(&g_proc, base, false);
 }
-log::ChunkWriter& ProcWriter() { return g_proc_w; }
-uint32_t ProcSeq() { return g_proc_seq; }
+log::ChunkWriter& ProcWriter() { return g_proc.w; }
+
+void ProcCommit() { g_proc.w.PublishSize(); }
 
 void ProcFlush(bool final_flush) {
-  if (g_proc_w.empty()) return;
-  const log::SealedChunk c = g_proc_w.Seal(log::kProcessSerial, 0, g_proc_seq++);
-  WriteChunk(c, final_flush);
-  g_proc_w.Begin(sys::Ticks());
+  if (g_proc.w.empty()) return;
+  StreamSpill(&g_proc, final_flush);
 }
 
+void ProcEnd() { StreamSeal(&g_proc); }
+
+// Room is kept for the end record: when the log can grow no more (a full
+// disk, GOTRACE_MAX_MB), the final flush still ends it.
 void ProcReserve(size_t n, bool final_flush) {
-  if (!g_proc_w.Fits(n)) ProcFlush(final_flush);
+  if (!g_proc.w.Fits(n + (final_flush ? 0 : 256))) ProcFlush(final_flush);
 }
 
 // Known modules, to report loads and unloads as differences. Written under
@@ -299,8 +477,9 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
   }
   const size_t len = std::min<size_t>(sys::StrLen(path), 4000);
   ProcReserve(log::ChunkWriter::VarRecordBound(60 + len), g_rescan_final);
-  g_proc_w.ModuleLoad(sys::Ticks(), 0, g.epoch.load(), info->dlpi_addr, lo, hi,
+  g_proc.w.ModuleLoad(sys::Ticks(), 0, g.epoch.load(), info->dlpi_addr, lo, hi,
                       std::string_view(path, len));
+  ProcCommit();
   return 0;
 }
 
@@ -321,7 +500,8 @@ void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush) {
       died = true;
       walked = walked || m.walked.load(std::memory_order_relaxed);
       ProcReserve(log::ChunkWriter::VarRecordBound(40), g_rescan_final);
-      g_proc_w.ModuleUnload(sys::Ticks(), 0, g.epoch.load(), m.lo, m.hi);
+      g_proc.w.ModuleUnload(sys::Ticks(), 0, g.epoch.load(), m.lo, m.hi);
+      ProcCommit();
     }
   }
   // Something was unloaded: libunwind must forget the unwind rules of its
@@ -377,55 +557,6 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
   if (r->stack_hi <= r->stack_lo) r->stack_lo = r->stack_hi = 0;
 }
 
-// Copies what a (possibly running) thread committed and writes it as its
-// current chunk, plus the wait it is blocked in, if any (see the header).
-uint32_t SnapshotRec(ThreadRec* r, uint8_t* scratch, size_t scratch_bytes, bool snapshot_flag,
-                     bool final_flush) {
-  const uint32_t gen = r->chunk_gen.load(std::memory_order_acquire);
-  const uint32_t committed = r->committed.load(std::memory_order_acquire);
-  const Tick base = r->chunk_base.load(std::memory_order_relaxed);
-  const uint32_t seq = r->cur_seq.load(std::memory_order_relaxed);
-  if (sizeof(log::ChunkHeader) + committed + 4096 > scratch_bytes) return 0;
-  std::memcpy(scratch + sizeof(log::ChunkHeader), r->mem + sizeof(log::ChunkHeader), committed);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (r->chunk_gen.load(std::memory_order_relaxed) != gen) return 0;  // reset meanwhile
-  const log::PayloadScan scan =
-      log::ScanPayload(scratch + sizeof(log::ChunkHeader), committed, base);
-  log::ChunkWriter w;
-  w.Init(scratch, scratch_bytes);
-  w.Resume(base, scan.bytes, scan.records, scan.last_ts);
-  const InFlight& f = r->inflight;
-  const uint32_t kind = f.kind.load(std::memory_order_acquire);
-  if (kind != 0 && w.Fits(log::kMaxFixedRecordBytes + log::ChunkWriter::StackDefBound(128))) {
-    const Tick t0 = f.t0;
-    uint32_t stack = f.stack;
-    if (stack == 0 && f.frame != nullptr && g.config.unwind != UnwindMode::kNone) {
-      // The thread is blocked in a system call: its frames above the
-      // interposer's are at rest; walk them within its stack bounds (a thread
-      // that wakes meanwhile can only make the walk stop early or read stale
-      // words, never fault). Kept only if the wait is still the same one.
-      const auto fa = reinterpret_cast<uintptr_t>(f.frame);
-      if (fa >= r->stack_lo && fa < r->stack_hi) {
-        uint64_t pcs[log::kMaxStackDepth];
-        size_t n = unwind::FpUnwind(f.frame, unwind::FpBounds{fa, r->stack_hi}, pcs, g.config.depth);
-        size_t k = 0;
-        for (size_t i = 0; i < n; ++i)
-          if (pcs[i] < g.self_lo || pcs[i] >= g.self_hi) pcs[k++] = pcs[i];
-        bool fresh = false;
-        if (k > 0 && f.kind.load(std::memory_order_acquire) == kind && f.t0 == t0)
-          stack = g_depot.Intern(pcs, k, g.epoch.load(std::memory_order_relaxed), &fresh);
-        if (fresh) w.StackDef(t0, f.cpu, stack, g.epoch.load(std::memory_order_relaxed), pcs, k);
-      }
-    }
-    w.Wait(t0, f.cpu, static_cast<WaitKind>(kind), log::kWaitOpen | f.flags, f.obj, f.aux, 0,
-           f.cpu, stack);
-  }
-  if (w.empty()) return 0;
-  const log::SealedChunk c =
-      w.Seal(r->serial, r->tid, seq, snapshot_flag ? log::kChunkSnapshot : 0);
-  return WriteChunk(c, final_flush) ? w.nrecords() : 0;
-}
-
 }  // namespace internal
 
 bool ObjectOf(const void* addr, uintptr_t* base, const char** name) {
@@ -460,6 +591,10 @@ bool ObjectOf(const void* addr, uintptr_t* base, const char** name) {
 }
 
 namespace internal {
+
+uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh) {
+  return g_depot.Intern(pcs, n, epoch, fresh);
+}
 
 void FindSelf() {
   uintptr_t self_base = 0;
@@ -504,7 +639,7 @@ using namespace internal;
 bool ForeignStackIsOwn(ThreadRec* r, uintptr_t frame) {
   const uintptr_t window = (frame >> 20) + 1;
   if (__atomic_load_n(&r->foreign_window, __ATOMIC_RELAXED) == window) return true;
-  if (static_cast<uint32_t>(sys::GetTid()) != r->tid) return false;
+  if (static_cast<uint32_t>(sys::GetTid()) != r->s.tid) return false;
   __atomic_store_n(&r->foreign_window, window, __ATOMIC_RELAXED);
   return true;
 }
@@ -518,35 +653,45 @@ bool AbandonedScope(uintptr_t frame) {
 }
 
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags) {
-  if (t_state.rec != nullptr) return t_state.rec;
-  if (t_state.status != kThreadNew || g.phase.load(std::memory_order_acquire) != Phase::kReady)
+  const uint32_t bind = g.bind.load(std::memory_order_acquire);
+  if (bind == 0) return nullptr;
+  if (t_state.bound == bind) return t_state.rec;  // already decided in this log
+  // A record of an earlier log (a fork's parent's, a failed exec's) is not
+  // this thread's any more: the pool was reset with the log.
+  t_state.rec = nullptr;
+  if (t_state.status == kThreadExited) {
+    t_state.bound = bind;
     return nullptr;
+  }
   TracerScope tracer;
   ErrnoGuard errno_guard;  // pthread_getattr_np allocates
   ThreadRec* r = AllocRec();
+  t_state.bound = bind;
   if (r == nullptr) {
     t_state.status = kThreadUntraced;
     if (g.untraced_threads.fetch_add(1, std::memory_order_relaxed) == 0)
       sys::Log("too many threads at once: some threads are not traced");
     return nullptr;
   }
-  r->serial = g.next_serial.fetch_add(1, std::memory_order_relaxed);
-  r->tid = static_cast<uint32_t>(sys::GetTid());
+  r->s.serial = g.next_serial.fetch_add(1, std::memory_order_relaxed);
+  r->s.tid = static_cast<uint32_t>(sys::GetTid());
+  r->s.seq = 0;
   r->foreign_window = 0;
-  r->seq = 0;
-  r->inflight.kind.store(0, std::memory_order_relaxed);
+  r->wait_frame = nullptr;
+  r->next_sync = 0;  // its first record pairs the clocks
   StackBoundsOf(r, (flags & log::kThreadMain) != 0);
   // A new thread: libunwind's frame cache is its first walk's (slots are
   // reused). Not prepared here (LibunwindPrepareThread): 256 KiB and ~0.1 ms
   // for every thread, also those that never record a stack.
   r->unw_gen = 0;
-  r->w.Init(r->mem, r->mem_bytes);
   const Tick now = sys::Ticks();
-  BeginChunk(r, now);
+  StreamBegin(&r->s, now, false);  // on failure the thread records nothing
   r->in_use.store(1, std::memory_order_release);
-  r->w.ThreadStart(now, sys::CurrentCpu(), create_id, start_pc,
-                   static_cast<uint64_t>(pthread_self()), flags);
-  Commit(r);
+  if (r->s.w.Fits(log::kMaxFixedRecordBytes)) {
+    r->s.w.ThreadStart(now, sys::CurrentCpu(), create_id, start_pc,
+                       static_cast<uint64_t>(pthread_self()), flags);
+    Commit(r);
+  }
   pthread_setspecific(g_key, reinterpret_cast<void*>(uintptr_t{kDtorIterations}));
   t_state.rec = r;
   t_state.status = kThreadTraced;
@@ -559,42 +704,71 @@ void RegisterMainThread() {
                             log::kThreadMain | log::kThreadExisted);
 }
 
+// The calling thread's kernel name (prctl: one system call), as a record.
+static void RecordOwnName(ThreadRec* r) {
+  char name[17] = {0};
+  if (sys::Syscall6(SYS_prctl, PR_GET_NAME, reinterpret_cast<long>(name)) != 0) return;
+  const size_t n = sys::StrLen(name);
+  if (n > 0 && Reserve(r, log::ChunkWriter::VarRecordBound(kMaxVarintBytes + 1 + 16))) {
+    r->s.w.ThreadName(sys::Ticks(), sys::CurrentCpu(), 0, std::string_view(name, n));
+    Commit(r);
+  }
+}
+
 void FinishCurrentThread() {
   FoldHeapDelta();  // while this thread may still record its last sample
   ThreadRec* r = t_state.rec;
-  if (r == nullptr) return;
+  if (r == nullptr || t_state.bound != g.bind.load(std::memory_order_acquire)) {
+    t_state.rec = nullptr;
+    t_state.status = kThreadExited;
+    return;
+  }
   TracerScope tracer;
   t_state.rec = nullptr;
   t_state.status = kThreadExited;
   if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+    RecordOwnName(r);
     if (Reserve(r, log::kMaxFixedRecordBytes + 64)) {
-      r->w.ThreadEnd(sys::Ticks(), sys::CurrentCpu());
+      r->s.w.ThreadEnd(sys::Ticks(), sys::CurrentCpu());
       Commit(r);
     }
-    if (!r->w.empty()) {
-      const log::SealedChunk c = r->w.Seal(r->serial, r->tid, r->seq++);
-      WriteChunk(c, false);
-    }
+    // The home slot goes to the next thread that takes this record: the
+    // chunk is copied out first (if that fails it stays where it is, and
+    // the record is not reused).
+    const bool had_chunk = r->s.open;
+    if (!StreamCopyOut(&r->s, false) && had_chunk) return;
     FreeRec(r);
   }
-  // After shutdown the final flush owns the buffer: leave it in place.
+  // After shutdown the final flush owns the record: leave it in place.
 }
 
 // ---------------------------------------------------------------------------
 // Recording
 
+void ClockSyncSlow(ThreadRec* r) {
+  const Tick t = sys::Ticks();
+  r->next_sync = t + g.sync_ticks;
+  if (!r->s.w.Fits(32)) return;  // the next slot starts with one (SpillSlow)
+  AppendClockSync(&r->s.w, sys::CurrentCpu());
+  r->s.w.PublishSize();
+}
+
 bool SpillSlow(ThreadRec* r) {
   TracerScope tracer;
-  ErrnoGuard errno_guard;  // H31: clock_gettime, sched_getcpu
+  ErrnoGuard errno_guard;  // H31: clock_gettime, sched_getcpu, mmap
   MaybeStartFlusher();     // a forked child's first spill (if it has threads)
-  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.stopped.load() ||
+      r != t_state.rec || t_state.bound != g.bind.load(std::memory_order_acquire)) {
+    // Shut down, stopped, or a record of an earlier log (the thread entered
+    // its hook before the log changed): nowhere to write.
     g.records_dropped.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (r->w.Fits(64)) AppendClockSync(&r->w, sys::CurrentCpu());
-  const log::SealedChunk c = r->w.Seal(r->serial, r->tid, r->seq++);
-  const bool ok = WriteChunk(c, false);
-  BeginChunk(r, sys::Ticks());
+  if (r->s.log_gen == g.log_gen && r->s.w.Fits(64)) {
+    AppendClockSync(&r->s.w, sys::CurrentCpu());
+    Commit(r);
+  }
+  const bool ok = StreamSpill(&r->s, false);
   if (!ok) g.records_dropped.fetch_add(1, std::memory_order_relaxed);
   return ok;
 }
@@ -670,7 +844,7 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     }
   }
   if (fresh && Reserve(r, log::ChunkWriter::StackDefBound(k))) {
-    r->w.StackDef(ts, sys::CurrentCpu(), id, epoch, p, k);
+    r->s.w.StackDef(ts, sys::CurrentCpu(), id, epoch, p, k);
     Commit(r);
   }
   return id;
@@ -681,24 +855,15 @@ WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, cons
   cpu0_ = sys::CurrentCpu();
   t0_ = sys::Ticks();
   stack_ = CaptureStack(s, frame, t0_);
-  InFlight& f = rec_->inflight;
-  f.cpu = cpu0_;
-  f.stack = stack_;
-  f.obj = obj;
-  f.aux = 0;
-  f.flags = 0;
-  f.t0 = t0_;
-  f.frame = frame;
-  f.kind.store(static_cast<uint32_t>(kind), std::memory_order_release);
+  PublishWait(rec_, kind, cpu0_, stack_, obj, 0, 0, t0_, frame);
 }
 
 void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   const Tick t1 = sys::Ticks();
-  rec_->inflight.kind.store(0, std::memory_order_relaxed);
+  UnpublishWait(rec_);
   if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
-    rec_->w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
+    rec_->s.w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
     Commit(rec_);
-    SpillIfOld(rec_, t1);
   }
 }
 
@@ -708,13 +873,12 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
 void SyscallRecorder::End() {
   const Tick t1 = sys::Ticks();
   ThreadRec* r = scope_.rec();
-  r->inflight.kind.store(0, std::memory_order_relaxed);
+  UnpublishWait(r);
   const Tick d = t1 - t0_;
   const uint32_t stack = d >= g.stack_min_ticks ? CaptureStack(scope_, frame_, t0_) : 0;
   if (GT_LIKELY(Reserve(r, log::kMaxFixedRecordBytes))) {
-    r->w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
+    r->s.w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
     Commit(r);
-    SpillIfOld(r, t1);
   }
 }
 
@@ -723,9 +887,8 @@ void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t cou
   const uint32_t stack = CaptureStack(s, frame, t);
   ThreadRec* r = s.rec();
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
-    r->w.Release(t, cpu, kind, obj, count, stack);
+    r->s.w.Release(t, cpu, kind, obj, count, stack);
     Commit(r);
-    SpillIfOld(r, t);
   }
 }
 
@@ -734,28 +897,27 @@ void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, 
   const uint32_t stack = CaptureStack(s, frame, t);
   ThreadRec* r = s.rec();
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
-    r->w.ThreadCreate(t, cpu, create_id, start_pc, stack);
+    r->s.w.ThreadCreate(t, cpu, create_id, start_pc, stack);
     Commit(r);
-    SpillIfOld(r, t);
   }
 }
 
 void RecordHeap(uint64_t live_bytes) {
-  if (g.phase.load(std::memory_order_relaxed) != Phase::kReady || t_state.depth != 0) return;
+  const uint32_t bind = g.bind.load(std::memory_order_relaxed);
+  if (bind == 0 || t_state.depth != 0) return;
   ThreadRec* r = t_state.rec;
   if (!OnOwnThread(r, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)))) return;
-  if (r == nullptr) {
-    if (t_state.status != kThreadNew) return;
+  if (t_state.bound != bind) {
     r = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);
     if (r == nullptr) return;
   }
+  if (r == nullptr) return;
   TracerScope tracer;
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     const Tick t = sys::Ticks();
-    r->w.Heap(t, sys::CurrentCpu(), live_bytes);
+    r->s.w.Heap(t, sys::CurrentCpu(), live_bytes);
     Commit(r);
     g.heap_records.fetch_add(1, std::memory_order_relaxed);
-    SpillIfOld(r, t);
   }
 }
 

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 //===-- preload/runtime.h - per-thread recording and the process log ------===//
 //
-// Each traced thread owns a ThreadRec: a fixed buffer holding the current
-// chunk of its event log. Hooks append records to it without locks or
-// allocation; a full buffer is sealed and written to the process's log file
-// at an offset reserved with one atomic add, so threads spill concurrently
-// and memory per thread is bounded. At exit the final flush copies what every
-// thread committed (they may still be running), adds an open wait for threads
-// blocked at that moment, writes the end record, and the encoder turns the
-// log into the trace (DESIGN.md §2).
+// Each traced thread owns a ThreadRec and writes its records straight into
+// a slot of the process's event log file, mapped into memory with
+// MAP_SHARED (encoder/log_format.h, version 2): no lock, no allocation, and
+// nothing to copy later. After each complete record the thread stores the
+// chunk's new size in the slot header, so what it recorded is in the page
+// cache at once: a process killed with SIGKILL loses nothing complete, and
+// the exit path has nothing to collect (issue 20). A full slot is sealed in
+// place and the thread maps a fresh one (one mmap at a fixed address).
 //
-// Concurrency protocol (exit vs. spills): a spill increments `writers`, then
-// checks the phase; the final flush sets the phase, then waits for `writers`
-// to drain (sequentially consistent, so one of the two always sees the
-// other). After that no thread seals or resets its buffer again, and the
-// flush copies each buffer's committed prefix, which its owner never touches.
+// Concurrency protocol (exit vs. new slots): a thread taking a new slot
+// increments `writers`, then checks the phase; the final flush sets the
+// phase, then waits for `writers` to drain (sequentially consistent, so one
+// of the two always sees the other). After that no thread takes a slot, and
+// the final flush can count them and end the log.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -47,17 +47,17 @@ enum class Phase : uint32_t {
   kDisabled = 3,  // tracing off (configuration or an internal failure)
 };
 
-// A wait in progress, published before blocking so that the final flush can
-// show a thread that is still blocked at exit as blocked (and where).
-struct InFlight {
-  std::atomic<uint32_t> kind;  // WaitKind, 0: none
-  uint32_t cpu;
-  uint32_t stack;       // 0: not captured (system calls): unwind from `frame`
-  uint64_t obj;
-  uint64_t aux;
-  uint64_t flags;       // kWait flags (fd class)
-  Tick t0;
-  const void* frame;    // the interposer's frame while it waits
+// A stream of the log written in place: its current slot is mapped at
+// `window` (slot_bytes of address space of its own, MAP_SHARED|MAP_FIXED).
+struct SlotStream {
+  log::ChunkWriter w;
+  uint8_t* window = nullptr;
+  uint32_t serial = 0;
+  uint32_t tid = 0;
+  uint32_t seq = 0;      // next chunk number
+  uint32_t log_gen = 0;  // the log (g.log_gen) its home slot is in; 0: none mapped
+  bool open = false;     // a chunk is open in the home slot
+  log::SlotHeader* hdr() const { return reinterpret_cast<log::SlotHeader*>(window); }
 };
 
 // A thread's recently captured stacks, by call site: a loop that waits at
@@ -73,28 +73,20 @@ struct StackCacheEntry {
 inline constexpr size_t kStackCacheWays = 8;
 
 struct ThreadRec {
-  log::ChunkWriter w;
+  SlotStream s;
   uint32_t index = 0;   // slot in the pool
-  uint32_t serial = 0;  // log stream id
-  uint32_t tid = 0;
-  uint32_t seq = 0;     // next chunk number
   uintptr_t stack_lo = 0, stack_hi = 0;
   // A stack outside [stack_lo, stack_hi) that this thread was seen to run on
   // (a fiber, a signal stack): its 1 MiB window + 1, or 0. See OwnStack.
   uintptr_t foreign_window = 0;
   std::atomic<uint32_t> in_use{0};
-  std::atomic<uint32_t> committed{0};  // payload bytes of complete records
-  std::atomic<Tick> chunk_base{0};
-  std::atomic<uint32_t> chunk_gen{0};  // moves when the buffer is reused (seqlock)
-  std::atomic<uint32_t> cur_seq{0};    // seq of the chunk being filled
-  Tick spill_at = 0;                   // spill by time after this tick (GOTRACE_FLUSH_MS)
-  uint32_t snap_committed = 0;         // what the flusher last wrote (flusher only)
-  uint32_t snap_gen = 0;
-  InFlight inflight{};
+  // The interposer's frame while the thread waits (the wait itself is
+  // published in its slot header): the final flush unwinds a thread still
+  // blocked in a system call from it.
+  const void* wait_frame = nullptr;
+  Tick next_sync = 0;  // after this tick, the next record is followed by a clock sync
   StackCacheEntry stack_cache[kStackCacheWays]{};
   uint32_t unw_gen = 0;  // libunwind: this thread's frame cache generation (0: none)
-  uint8_t* mem = nullptr;  // chunk memory
-  size_t mem_bytes = 0;
 };
 
 // The single per-thread state: POD, initial-exec TLS (G4, H23).
@@ -102,6 +94,7 @@ struct ThreadState {
   ThreadRec* rec;
   uint32_t depth;   // > 0: inside a hook (1) or the tracer (kTracerDepth each): pass through
   uint32_t status;  // kThreadNew / kThreadTraced / kThreadUntraced / kThreadExited
+  uint32_t bound;   // g.bind when `status` was decided (see HookScope)
   int64_t heap_delta;  // heap bytes allocated minus freed, not yet folded (hooks_malloc.cc)
   Tick heap_emit;      // when this thread last recorded a heap sample
   uintptr_t scope_frame;  // frame of the outermost active HookScope (H30)
@@ -112,6 +105,13 @@ extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 struct Globals {
   std::atomic<Phase> phase{Phase::kUninit};
+  // Nonzero only while recording (phase kReady): (log_gen << 1) | 1. A
+  // thread compares it with the value it last bound to (t_state.bound): one
+  // load and compare on every hook tells both "recording" and "this
+  // thread's records go to the current log" (a fork child's, a failed
+  // exec's, a new window's log moves the generation).
+  std::atomic<uint32_t> bind{0};
+  uint32_t log_gen = 0;     // the current log file's generation (1, 2, ...)
   Config config;
   uint32_t events = 0;  // enabled EventGroups (0 until ready)
   int pid = 0;
@@ -120,14 +120,21 @@ struct Globals {
   uint64_t start_ns = 0;
   uint32_t ncpus = 1;
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
-  Tick flush_ticks = ~Tick{0} / 2;  // a chunk older than this is written out
+  Tick sync_ticks = ~Tick{0} / 4;  // how often each recording thread writes a clock sync
   bool descendant = false;   // a child of the traced root (fork, exec'd, spawned)
   bool forked_image = false;  // this image began at a fork (not at an exec)
   int root_pid = 0;
   uint32_t image = 0;        // exec generation within this pid (GOTRACE_IMAGE)
   std::atomic<uint32_t> epoch{0};  // module map epoch (bumped by dlclose)
   uintptr_t self_lo = 0, self_hi = 0;  // our own code: frames there are skipped
-  std::atomic<uint64_t> log_offset{sizeof(log::FileHeader)};
+  uint32_t slot_bytes = 0;                 // bytes per slot of the log
+  std::atomic<uint64_t> next_slot{0};      // slots handed out in this log
+  std::atomic<uint64_t> file_slots{0};     // slots the file has room for
+  uint64_t max_slots = ~uint64_t{0};       // GOTRACE_MAX_MB
+  // Recording stopped for good in this log (disk budget reached, disk full,
+  // a slot that could not be mapped): records are dropped and counted, the
+  // trace of what came before is written at exit as usual.
+  std::atomic<bool> stopped{false};
   std::atomic<uint32_t> writers{0};
   std::atomic<uint64_t> chunks_written{0};
   std::atomic<uint64_t> chunks_dropped{0};
@@ -189,10 +196,8 @@ GT_ALWAYS_INLINE bool OnOwnThread(ThreadRec* r, uintptr_t frame) {
 class HookScope {
  public:
   GT_ALWAYS_INLINE explicit HookScope(uint32_t group) {
-    if (GT_UNLIKELY((g.events & group) == 0) ||
-        g.phase.load(std::memory_order_relaxed) != Phase::kReady) {
-      return;
-    }
+    const uint32_t bind = g.bind.load(std::memory_order_relaxed);
+    if (GT_UNLIKELY((g.events & group) == 0) || bind == 0) return;
     const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     // Before anything is written to the thread-local state: a raw clone()
     // child shares it with the thread that made it (H15).
@@ -202,8 +207,9 @@ class HookScope {
     t_state.scope_frame = frame;
     entered_ = true;
     rec_ = t_state.rec;
-    if (GT_UNLIKELY(rec_ == nullptr) && t_state.status == kThreadNew)
-      rec_ = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);
+    // A thread not yet seen in this log: a new thread, or one whose records
+    // went to an earlier log (a fork child's, a failed exec's, a window's).
+    if (GT_UNLIKELY(t_state.bound != bind)) rec_ = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);
   }
   GT_ALWAYS_INLINE ~HookScope() {
     if (entered_) --t_state.depth;
@@ -254,20 +260,43 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts);
 bool SpillSlow(ThreadRec* r);
 
 GT_ALWAYS_INLINE bool Reserve(ThreadRec* r, size_t n) {
-  if (GT_LIKELY(r->w.Fits(n))) return true;
+  if (GT_LIKELY(r->s.w.Fits(n))) return true;
   return SpillSlow(r);
 }
+// Appends a clock sync point to r's stream (see Commit).
+GT_NOINLINE void ClockSyncSlow(ThreadRec* r);
+
+// Makes the records written since the last Commit part of the log (one
+// store into the mapped slot header). Every g.sync_ticks of recorded time a
+// thread also pairs the tick counter with the clock (kClockSync), so that
+// the reader converts times exactly even in a log cut short by a kill.
 GT_ALWAYS_INLINE void Commit(ThreadRec* r) {
-  r->committed.store(static_cast<uint32_t>(r->w.payload_size()), std::memory_order_release);
+  r->s.w.PublishSize();
+  if (GT_UNLIKELY(r->s.w.last_ticks() > r->next_sync)) ClockSyncSlow(r);
 }
-// After a record made at `ts`: a chunk older than GOTRACE_FLUSH_MS is written
-// out, so a killed process loses at most that much of an active thread.
-GT_ALWAYS_INLINE void SpillIfOld(ThreadRec* r, Tick ts) {
-  if (GT_UNLIKELY(ts > r->spill_at)) SpillSlow(r);
+
+// Publishes the wait a thread is about to block in, in its slot header:
+// the final flush, and recovery after a kill, show the thread blocked there.
+// The kind is stored last; Unpublish clears it before the wait's record.
+GT_ALWAYS_INLINE void PublishWait(ThreadRec* r, WaitKind kind, uint32_t cpu, uint64_t stack,
+                                  uint64_t obj, uint64_t aux, uint64_t flags, Tick t0,
+                                  const void* frame) {
+  log::SlotHeader* h = r->s.hdr();
+  h->wait_cpu = cpu;
+  h->wait_stack = stack;
+  h->wait_obj = obj;
+  h->wait_aux = aux;
+  h->wait_flags = flags;
+  h->wait_t0 = t0;
+  r->wait_frame = frame;
+  __atomic_store_n(&h->wait_kind, static_cast<uint32_t>(kind), __ATOMIC_RELEASE);
+}
+GT_ALWAYS_INLINE void UnpublishWait(ThreadRec* r) {
+  __atomic_store_n(&r->s.hdr()->wait_kind, 0u, __ATOMIC_RELAXED);
 }
 
 // A blocking call in progress: captures the start time, CPU and stack, and
-// publishes the wait (InFlight) until End().
+// publishes the wait (PublishWait) until End().
 class WaitRecorder {
  public:
   WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame);
@@ -286,8 +315,8 @@ class WaitRecorder {
 // A system call that may block. Two clock reads and one record when it is
 // short: its stack is captured after it returns, and only if it lasted at
 // least g.stack_min_ticks (the stack is the same before and after). While it
-// waits, InFlight holds the interposer's frame, so the final flush can unwind
-// a thread still blocked in it.
+// waits, the thread record holds the interposer's frame, so the final flush
+// can unwind a thread still blocked in it.
 class SyscallRecorder {
  public:
   GT_ALWAYS_INLINE SyscallRecorder(const HookScope& s, WaitKind kind, log::FdClass cls,
@@ -296,15 +325,7 @@ class SyscallRecorder {
         obj_(obj), sysno_(sysno), frame_(frame) {
     cpu0_ = sys::CurrentCpu();
     t0_ = sys::Ticks();
-    InFlight& f = s.rec()->inflight;
-    f.cpu = cpu0_;
-    f.stack = 0;
-    f.obj = obj;
-    f.aux = sysno;
-    f.flags = flags_;
-    f.t0 = t0_;
-    f.frame = frame;
-    f.kind.store(static_cast<uint32_t>(kind), std::memory_order_release);
+    PublishWait(s.rec(), kind, cpu0_, 0, obj, sysno, flags_, t0_, frame);
   }
   void End();
 

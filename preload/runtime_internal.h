@@ -22,21 +22,30 @@ namespace gotrace::internal {
 inline constexpr uint32_t kMaxThreads = 1u << 16;  // registered at once
 
 // --- The pool of thread records ----------------------------------------------
-bool PoolInit(size_t buffer_kb);       // reserves the memory (once per process)
+bool PoolInit(size_t buffer_kb);       // reserves the memory (once per process); sets g.slot_bytes
 uint32_t PoolUsed();                   // high-water mark of slots
 ThreadRec* PoolSlot(uint32_t i);
-// In a forked child: every record belongs to the parent; start empty.
+// In a forked child (or after a failed exec): every record and window
+// belongs to the parent's (the finished image's) log; start empty.
 void PoolResetForChild();
 
 bool DepotInit();                      // (re)creates the stack depot
 bool KeyCreate();                      // the thread-exit key (H25)
 
 // --- Writing the log ------------------------------------------------------------
-// Writes a sealed chunk at a freshly reserved offset. `final_flush`: the exit
-// path itself, which writes after the phase left kReady.
-bool WriteChunk(const log::SealedChunk& c, bool final_flush);
+// Maps a fresh slot of the log at the stream's window and opens a chunk
+// there; false (and the stream writes nothing) when recording stopped or the
+// slot could not be had. `final_flush`: the exit path itself, which writes
+// after the phase left kReady.
+bool StreamBegin(SlotStream* s, Tick base, bool final_flush);
+// Seals the stream's chunk in place.
+void StreamSeal(SlotStream* s);
+// Stops recording for good in this log, with one line saying why.
+void StopRecording(const char* why);
+// Shrinks the file to the slots handed out (it grows ahead of need).
+void TruncateLog();
 void AppendClockSync(log::ChunkWriter* w, uint32_t cpu);
-// Resets every log counter (a new log file).
+// Resets every log counter (a new log file) and moves the log generation.
 void ResetLogState();
 
 // --- The process stream -----------------------------------------------------------
@@ -53,24 +62,18 @@ class ProcLock {
  private:
   bool held_ = true;
 };
-void ProcInit(Tick base);              // an empty process stream
+void ProcInit(Tick base);              // an empty process stream (in the new log)
 log::ChunkWriter& ProcWriter();        // under ProcLock
-uint32_t ProcSeq();                    // seq of the current process chunk
-void ProcFlush(bool final_flush);      // under ProcLock
+void ProcCommit();                     // makes what ProcWriter() wrote part of the log
+void ProcFlush(bool final_flush);      // under ProcLock: seal, continue in a new slot
+void ProcEnd();                        // under ProcLock: seal (the log's last chunk)
 void ProcReserve(size_t n, bool final_flush);
 // Rescans loaded objects, recording loads and unloads (under ProcLock).
 void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush);
 void ModulesReset();                   // forget every known module (new log)
 
-// --- Snapshots --------------------------------------------------------------------
-// Writes what thread record r committed in its current chunk, as that chunk,
-// plus the wait it is blocked in, if any, as an open wait (with its stack,
-// unwound remotely for system calls). The owner may be running: the copy is
-// discarded if the owner reset its buffer meanwhile (chunk_gen changed).
-// `scratch` must hold the record's buffer plus 4 KiB. Returns the records
-// written (0 if nothing or a race).
-uint32_t SnapshotRec(ThreadRec* r, uint8_t* scratch, size_t scratch_bytes, bool snapshot_flag,
-                     bool final_flush);
+// Interns a stack in the process's stack depot (lock-free); 0 if full.
+uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh);
 
 // Our code's address range and directory (dladdr), found once.
 void FindSelf();
