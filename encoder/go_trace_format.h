@@ -44,6 +44,11 @@ enum EvType : uint8_t {
   kEvGoInSyscall = 32,  // [ts, g]
   kEvHeapAlloc = 33,    // [ts, bytes]
   kEvString = 37,       // special: id, len, bytes
+  kEvUserTaskCreate = 45,  // [ts, taskID, parentTaskID, nameString, stk]
+  kEvUserTaskEnd = 46,     // [ts, taskID, stk]
+  kEvUserRegion = 47,      // [ts, taskID, mode (0 start, 1 end), nameString, stk]
+  kEvUserLog = 48,         // [ts, taskID, keyString, stk] + inline string (GoTraceWriter::UserLog)
+  kEvCPUSample = 49,       // [ts, realTicks, p, g, stk]
 };
 
 // Number of wire arguments of a timed event, counting the ts delta and the
@@ -56,10 +61,12 @@ constexpr int TimedArgCount(EvType t) {
     case kEvGoBlock: case kEvGoBlockSync: case kEvGoBlockCond: case kEvGoBlockNet:
     case kEvGoSysCall: case kEvGoWaiting: case kEvGoInSyscall: case kEvHeapAlloc:
       return 2;
-    case kEvGomaxprocs: case kEvGoStart:
+    case kEvGomaxprocs: case kEvGoStart: case kEvUserTaskEnd:
       return 3;
-    case kEvGoCreate: case kEvGoUnblock: case kEvGoSysExit:
+    case kEvGoCreate: case kEvGoUnblock: case kEvGoSysExit: case kEvUserLog:
       return 4;
+    case kEvUserTaskCreate: case kEvUserRegion: case kEvCPUSample:
+      return 5;
     default:
       return 0;
   }

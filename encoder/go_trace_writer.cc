@@ -13,7 +13,8 @@ namespace gotrace {
 namespace {
 
 constexpr size_t kBatchFlushBytes = 64 << 10;  // as the Go runtime's trace buffers
-constexpr size_t kMaxEventBytes = 2 + kMaxVarintBytes * 9;
+// The largest event: a UserLog with its longest message.
+constexpr size_t kMaxEventBytes = 2 + kMaxVarintBytes * 10 + go::kMaxStringBytes;
 constexpr size_t kSinkBuffer = 1 << 20;
 
 void PutVarint(std::vector<uint8_t>* out, uint64_t v) {
@@ -124,6 +125,26 @@ void GoTraceWriter::Event(uint32_t p, go::EvType type, uint64_t ts,
   pr.len = static_cast<size_t>(out - pr.buf.get());
   pr.last = ts;
   ++events_;
+  if (pr.len >= kBatchFlushBytes) FlushProc(p);
+}
+
+void GoTraceWriter::UserLog(uint32_t p, uint64_t ts, uint64_t task, uint64_t key_string,
+                            uint64_t stack, std::string_view message) {
+  // The message must follow its event in the same batch: flush first if
+  // the event could fill this one.
+  if (procs_[p].open && procs_[p].len + 2 + kMaxVarintBytes * 5 >= kBatchFlushBytes) FlushProc(p);
+  Event(p, go::kEvUserLog, ts, {task, key_string, stack});
+  if (message.size() > go::kMaxStringBytes) {
+    size_t n = go::kMaxStringBytes;
+    while (n > 0 && (static_cast<uint8_t>(message[n]) & 0xc0) == 0x80) --n;  // UTF-8 boundary
+    message = message.substr(0, n);
+  }
+  // The buffer holds kBatchFlushBytes + kMaxEventBytes: the message fits.
+  Proc& pr = procs_[p];
+  uint8_t* out = pr.buf.get() + pr.len;
+  out = PutUvarint(out, message.size());
+  std::memcpy(out, message.data(), message.size());
+  pr.len = static_cast<size_t>(out + message.size() - pr.buf.get());
   if (pr.len >= kBatchFlushBytes) FlushProc(p);
 }
 

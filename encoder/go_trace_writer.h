@@ -80,6 +80,11 @@ class GoTraceWriter {
     Event(p, type, ts, std::span<const uint64_t>(args.begin(), args.size()));
   }
 
+  // UserLog: the event and, after it, the message as an inline string (the
+  // only event that carries one). The message is cut at go::kMaxStringBytes.
+  void UserLog(uint32_t p, uint64_t ts, uint64_t task, uint64_t key_string, uint64_t stack,
+               std::string_view message);
+
   // Interns a string for the final string table; ids are dense from 1.
   // Strings longer than go::kMaxStringBytes are truncated (at a UTF-8
   // boundary) and the empty string becomes "?" (the parser rejects length 0).

@@ -193,6 +193,9 @@ struct ChunkHeader {
 inline constexpr uint32_t kChunkSnapshot = 1;
 // Version 2: the chunk is still being written in its slot (see FILE LAYOUT).
 inline constexpr uint32_t kChunkOpen = 2;
+// The chunk's times (base_ticks, record times) are CLOCK_MONOTONIC
+// nanoseconds, not ticks: the kernel stream's, as the kernel gives them.
+inline constexpr uint32_t kChunkNsTime = 4;
 static_assert(sizeof(ChunkHeader) == 40);
 
 // The head of a version-2 slot. The wait fields describe the wait the

@@ -556,7 +556,7 @@ Status LogSet::IndexFile(uint32_t index) {
     }
     if (s.has_open_wait) ++s.nrecords;
     const Record& first = list.front()->has_first ? list.front()->first : list.front()->wait;
-    s.first_ts = f.ToNs(first.ts);
+    s.first_ts = (list.front()->ref.flags & kChunkNsTime) ? first.ts : f.ToNs(first.ts);
     if (serial != kProcessSerial && first.type == kThreadStart && list.front()->ref.seq == 0) {
       s.has_thread_start = true;
       s.start = first.start;
@@ -646,8 +646,10 @@ bool StreamCursor::Next(Record* r) {
     if (d == Decode::kOk) {
       win_begin_ += used;
       --records_left_;
-      r->ts = file_.ToNs(r->ts);
-      if (r->type == kWait) r->wait.duration = file_.DurationNs(r->wait.duration);
+      if (!(stream_.chunks[chunk_].flags & kChunkNsTime)) {
+        r->ts = file_.ToNs(r->ts);
+        if (r->type == kWait) r->wait.duration = file_.DurationNs(r->wait.duration);
+      }
       // Definitions (stacks, modules, clock syncs) take the time of the
       // stream's previous record and never move its clock: only events order
       // a stream, and a definition written with a late time must not delay

@@ -46,7 +46,7 @@ class ChunkWriter {
   // --- Version-2 slots: the chunk is written where a reader can find it ---
   // After Begin(): writes an open chunk header (kChunkOpen, size 0) and
   // clears the slot's wait fields.
-  void OpenInPlace(uint32_t serial, uint32_t tid, uint32_t seq) {
+  void OpenInPlace(uint32_t serial, uint32_t tid, uint32_t seq, uint32_t flags = 0) {
     auto* h = reinterpret_cast<SlotHeader*>(mem_);
     std::memset(h, 0, sizeof *h);
     h->chunk.size = 0;
@@ -54,7 +54,7 @@ class ChunkWriter {
     h->chunk.tid = tid;
     h->chunk.seq = seq;
     h->chunk.base_ticks = base_ticks_;
-    h->chunk.flags = kChunkOpen;
+    h->chunk.flags = kChunkOpen | flags;
     __atomic_store_n(&h->chunk.magic, kChunkMagic, __ATOMIC_RELEASE);
   }
   // Makes every record written so far part of the open chunk (one store).

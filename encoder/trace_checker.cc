@@ -41,6 +41,11 @@ const char* go::EvName(EvType t) {
     case kEvGoInSyscall: return "GoInSyscall";
     case kEvHeapAlloc: return "HeapAlloc";
     case kEvString: return "String";
+    case kEvUserTaskCreate: return "UserTaskCreate";
+    case kEvUserTaskEnd: return "UserTaskEnd";
+    case kEvUserRegion: return "UserRegion";
+    case kEvUserLog: return "UserLog";
+    case kEvCPUSample: return "CPUSample";
   }
   return "?";
 }
@@ -168,6 +173,21 @@ std::string TraceChecker::Check(uint32_t p, go::EvType type, uint64_t ts,
       break;
     }
     case go::kEvHeapAlloc:
+      break;
+    case go::kEvCPUSample: {
+      // The goroutine it names (0: none) must exist already: the parser
+      // treats a CPUSample of an unknown g as its creation, and the real
+      // GoCreate then fails ("g already exists").
+      if (args[1] >= procs_.size()) return Msg("CPUSample on a P out of range", 0, type, p, ts);
+      if (args[2] != 0 && !Get(args[2]).created)
+        return Msg("CPUSample of a goroutine not created yet", args[2], type, p, ts);
+      break;
+    }
+    case go::kEvUserTaskCreate:
+    case go::kEvUserTaskEnd:
+    case go::kEvUserRegion:
+    case go::kEvUserLog:
+      if (!(err = CheckRunning(p, type, false)).empty()) return err;
       break;
     default:
       return Msg("event type gotrace never emits", 0, type, p, ts);

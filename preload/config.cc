@@ -65,6 +65,17 @@ void ReadConfig(Config* c) {
     if (sys::ParseU64(v, &kb) && kb >= 4 && kb <= 65536) c->buffer_kb = static_cast<uint32_t>(kb);
     else Invalid("GOTRACE_BUFFER_KB", v, "a size in KiB from 4 to 65536");
   }
+  if ((v = getenv("GOTRACE_SCHED")) && *v) {
+    if (sys::StrEq(v, "auto")) c->sched = SchedMode::kAuto;
+    else if (sys::StrEq(v, "kernel")) c->sched = SchedMode::kKernel;
+    else if (sys::StrEq(v, "infer")) c->sched = SchedMode::kInfer;
+    else Invalid("GOTRACE_SCHED", v, "auto, kernel or infer");
+  }
+  if ((v = getenv("GOTRACE_CPU_HZ")) && *v) {
+    uint64_t hz;
+    if (sys::ParseU64(v, &hz) && hz <= 100000) c->cpu_hz = static_cast<uint32_t>(hz);
+    else Invalid("GOTRACE_CPU_HZ", v, "samples per second, 0 to 100000 (0: none)");
+  }
   if ((v = getenv("GOTRACE_MAX_MB")) && *v) {
     uint64_t mb;
     if (sys::ParseU64(v, &mb) && mb <= (uint64_t{1} << 30)) c->max_mb = static_cast<uint32_t>(mb);

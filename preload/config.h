@@ -13,6 +13,13 @@ namespace gotrace {
 
 enum class UnwindMode : uint8_t { kFp, kLibunwind, kNone };
 
+// Where the trace's scheduling comes from (GOTRACE_SCHED, issue 13).
+enum class SchedMode : uint8_t {
+  kAuto,    // the kernel's context switches where perf_event_open allows, else inferred
+  kKernel,  // the same, but saying so in every process when it is not allowed
+  kInfer,   // inferred from the interposed calls only (DESIGN.md §4)
+};
+
 // Interposer groups (GOTRACE_EVENTS).
 enum EventGroup : uint32_t {
   kGroupSync = 1u << 0,   // mutex, rwlock, cond, sem, barrier, futex, join
@@ -28,12 +35,14 @@ struct Config {
   bool keep_log = false;
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
-  uint32_t flush_ms = 200;               // write buffers older than this (0: only when full)
+  uint32_t flush_ms = 50;                // the flusher's period: kernel records, clock (0: no flusher)
   UnwindMode unwind = UnwindMode::kFp;
   uint32_t depth = 64;                   // frames per stack, 1..128
   uint32_t events = kGroupAll;
   uint32_t buffer_kb = 64;               // per-thread buffer (a slot of the log)
   uint32_t max_mb = 1024;                // the event log's size limit (0: none)
+  SchedMode sched = SchedMode::kAuto;
+  uint32_t cpu_hz = 1000;                // CPU samples per second of CPU time (0: none)
   uint64_t block_threshold_ns = 20'000;  // passed to the encoder
   char out_template[1024] = "gotrace.%p.trace";
 };

@@ -47,6 +47,7 @@
 #include "encoder/encode_api.h"
 #include "encoder/log_decode.h"
 #include "preload/heap.h"
+#include "preload/kernel_sched.h"
 #include "preload/real.h"
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
@@ -247,6 +248,52 @@ bool StartLog() {
 // Recording ends in this log: hooks pass through from now on.
 void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
 
+// The kernel's scheduling records (issue 13), and the log's note of where
+// this trace's scheduling comes from. When they are wanted and refused, one
+// line says why and how to allow them: in the first process of the run
+// only (a build would otherwise print it once per compiler), unless
+// GOTRACE_SCHED=kernel asked for them.
+void StartKernelSched() {
+  const char* why = nullptr;
+  int err = 0;
+  const bool on = g.config.sched != SchedMode::kInfer && kernel::Open(g.config, &why, &err);
+  char text[600];
+  sys::Line l(text, sizeof text);
+  if (!on && why != nullptr) {
+    l.Str(why);
+    if (err == EACCES || err == EPERM) {
+      char level[16] = {0};
+      const long fd = sys::OpenAt(-100, "/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC, 0);
+      if (fd >= 0) {
+        const long n = sys::Read(static_cast<int>(fd), level, sizeof level - 1);
+        sys::Close(static_cast<int>(fd));
+        for (long i = 0; i < n; ++i)
+          if (level[i] == '\n') level[i] = '\0';
+      }
+      l.Str(" (kernel.perf_event_paranoid = ").Str(level[0] ? level : "?");
+      l.Str(", or a seccomp filter)");
+    } else if (err != 0) {
+      l.Str(" (").Str(strerrordesc_np(err)).Str(")");
+    }
+  }
+  {
+    ProcLock lock;
+    const size_t len = l.size();
+    ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(len)), false);
+    ProcWriter().SchedInfo(sys::Ticks(), 0, on ? log::kSchedKernel : log::kSchedInfer,
+                           on ? g.config.cpu_hz : 0, std::string_view(text, len));
+    ProcCommit();
+  }
+  if (on || why == nullptr || g.config.quiet) return;
+  if (g.descendant && g.config.sched != SchedMode::kKernel) return;
+  char buf[1000];
+  sys::Line m(buf, sizeof buf);
+  m.Str("exact scheduling is off: ").Str(text);
+  m.Str("; to turn it on: sysctl kernel.perf_event_paranoid=2, or CAP_PERFMON");
+  m.Str("; the trace infers scheduling from the interposed calls");
+  sys::Log(m.c_str());
+}
+
 // --- Final flush and encode ----------------------------------------------------
 
 // Records in r's open chunk that are events of the trace (not its start,
@@ -334,6 +381,7 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     if (__atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE) == kind && h->wait_t0 == t0)
       __atomic_store_n(&h->wait_stack, stack, __ATOMIC_RELEASE);
   }
+  kernel::Drain(true);
   if (proc) {
     if (!in_signal_handler) RescanLocked(false, false, true);  // dl_iterate_phdr is not AS-safe
     ProcReserve(128, true);
@@ -407,7 +455,9 @@ void EncodeNow(const char* out_path, bool announce) {
   for (size_t i = 0; i < cl && under; ++i) under = res.path[i] == g.cwd[i];
   if (under && res.path[cl] == '/') shown = res.path + cl + 1;
   m.Str("wrote ").Str(shown).Str(" (").Grouped(res.threads).Str(res.threads == 1 ? " thread, " : " threads, ");
-  m.Grouped(res.events).Str(" events, ").Bytes(res.bytes).Str(") in ").Fixed(ms100);
+  m.Grouped(res.events).Str(" events, ").Bytes(res.bytes);
+  m.Str(kernel::Active() ? "; scheduling from the kernel" : "; scheduling inferred");
+  m.Str(") in ").Fixed(ms100);
   m.Str(" s; view with: go tool trace ").Str(shown);
   sys::Log(m.c_str());
   if (res.dropped_records > 0 || g.chunks_dropped.load() > 0) {
@@ -769,6 +819,7 @@ void* FlusherMain(void*) {
     // then be this one (the exit handlers then run here).
     if (!FlusherNap(interval_ns)) break;
     if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.pid != my_pid) break;
+    kernel::Drain(false);
     WriteHeader();
   }
   g_flusher_running.store(false);
@@ -807,6 +858,7 @@ void AtExit() { Finalize(false); }
 void AtForkChild() {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   Unbind();
+  kernel::ForgetForChild();
   g.phase.store(Phase::kDisabled, std::memory_order_release);
   sys::Close(g.log_fd);  // the parent's
   g.log_fd = -1;
@@ -826,6 +878,7 @@ void AtForkChild() {
   g_flusher_retired.store(false);
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
   if (!DepotInit() || !StartLog()) return;
+  StartKernelSched();
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                             log::kThreadMain | log::kThreadExisted);
 }
@@ -910,6 +963,7 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
+  StartKernelSched();
   // System calls shorter than 1 us (or the block threshold, if lower) record
   // no stack. The frequency estimate is rough this early; these are
   // thresholds.
@@ -970,6 +1024,8 @@ void AfterFailedExec() {
 // what it recorded in the last interval before it stopped recording. The
 // flusher starts when the program creates its second thread (or an exec'd
 // image or fork child has more than one).
+bool FlusherRunning() { return g_flusher_running.load(std::memory_order_relaxed); }
+
 void MaybeStartFlusher() {
   if (!g_flusher_running.load(std::memory_order_relaxed) &&
       g.app_threads.load(std::memory_order_relaxed) > 1) {

@@ -17,6 +17,9 @@ void BeforeExec();
 void AfterFailedExec();
 // The first spill of a forked child starts its flusher thread.
 void MaybeStartFlusher();
+// Whether the flusher thread runs (it reads the kernel's records; without
+// it, recording threads do, see ClockSyncSlow).
+bool FlusherRunning();
 // The program's threads: AppThreadCreating() before pthread_create (then
 // AppThreadCreateFailed() if it fails), AppThreadStarted() first thing in the
 // new thread. The count drops when a thread ends by any means (a

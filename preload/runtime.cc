@@ -22,6 +22,7 @@
 #include "encoder/log_decode.h"
 #include "encoder/encode_api.h"
 #include "preload/heap.h"
+#include "preload/kernel_sched.h"
 #include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime_internal.h"
@@ -239,7 +240,7 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
   if (ok) {
     s->w.Init(s->window, g.slot_bytes, log::kSlotHeaderBytes);
     s->w.Begin(base);
-    s->w.OpenInPlace(s->serial, s->tid, s->seq++);
+    s->w.OpenInPlace(s->serial, s->tid, s->seq++, s->chunk_flags);
     s->open = true;
   } else {
     s->open = false;
@@ -302,7 +303,8 @@ bool StreamSpill(SlotStream* s, bool final_flush) {
     s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
     return false;
   }
-  return StreamBegin(s, sys::Ticks(), final_flush);
+  return StreamBegin(s, (s->chunk_flags & log::kChunkNsTime) ? sys::MonotonicNs() : sys::Ticks(),
+                     final_flush);
 }
 
 // Gives back the slots the file was grown by but never used.
@@ -344,6 +346,9 @@ void AppendClockSync(log::ChunkWriter* w, uint32_t cpu) {
 // slot window is the first of the region.
 SlotStream g_proc;
 std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
+SlotStream g_kern;  // its writer is kernel_sched.cc
+
+SlotStream* KernelStream() { return &g_kern; }
 
 ProcLock::ProcLock() {
   while (g_proc_lock.test_and_set(std::memory_order_acquire)) sched_yield();
@@ -362,7 +367,17 @@ void ProcInit(Tick base) {
   g_proc.tid = 0;
   g_proc.seq = 0;
   g_proc.log_gen = 0;
+  g_proc.open = false;
   StreamBegin(&g_proc, base, false);
+  // The kernel stream takes a home slot when it first has records.
+  g_kern.window = g_region + g.slot_bytes;
+  g_kern.serial = log::kKernelSerial;
+  g_kern.tid = 0;
+  g_kern.seq = 0;
+  g_kern.log_gen = 0;
+  g_kern.open = false;
+  g_kern.chunk_flags = log::kChunkNsTime;
+  g_kern.w.Init(g_kern.window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room yet
 }
 log::ChunkWriter& ProcWriter() { return g_proc.w; }
 
@@ -748,9 +763,18 @@ void FinishCurrentThread() {
 void ClockSyncSlow(ThreadRec* r) {
   const Tick t = sys::Ticks();
   r->next_sync = t + g.sync_ticks;
-  if (!r->s.w.Fits(32)) return;  // the next slot starts with one (SpillSlow)
-  AppendClockSync(&r->s.w, sys::CurrentCpu());
-  r->s.w.PublishSize();
+  if (r->s.w.Fits(32)) {  // else the next chunk starts with one (SpillSlow)
+    AppendClockSync(&r->s.w, sys::CurrentCpu());
+    r->s.w.PublishSize();
+  }
+  // A program without the flusher thread (one thread: see
+  // MaybeStartFlusher) has its kernel records read here, every 10 ms of
+  // its recording.
+  if (kernel::Active() && !FlusherRunning()) {
+    TracerScope tracer;
+    ErrnoGuard errno_guard;
+    kernel::Drain(false);
+  }
 }
 
 bool SpillSlow(ThreadRec* r) {

@@ -57,6 +57,7 @@ struct SlotStream {
   uint32_t seq = 0;      // next chunk number
   uint32_t log_gen = 0;  // the log (g.log_gen) its home slot is in; 0: none mapped
   bool open = false;     // a chunk is open in the home slot
+  uint32_t chunk_flags = 0;  // log::kChunkNsTime: the stream's times are ns, not ticks
   log::SlotHeader* hdr() const { return reinterpret_cast<log::SlotHeader*>(window); }
 };
 

@@ -40,6 +40,10 @@ bool KeyCreate();                      // the thread-exit key (H25)
 bool StreamBegin(SlotStream* s, Tick base, bool final_flush);
 // Seals the stream's chunk in place.
 void StreamSeal(SlotStream* s);
+// A full chunk: copies it out of the home slot and opens the next there.
+bool StreamSpill(SlotStream* s, bool final_flush);
+// The kernel stream (kernel_sched.cc writes it, under its own lock).
+SlotStream* KernelStream();
 // Stops recording for good in this log, with one line saying why.
 void StopRecording(const char* why);
 // Shrinks the file to the slots handed out (it grows ahead of need).

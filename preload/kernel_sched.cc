@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/kernel_sched.cc - the kernel's context switches and samples -===//
+#include "preload/kernel_sched.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "encoder/log_format.h"
+#include "preload/runtime.h"
+#include "preload/runtime_internal.h"
+#include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
+
+namespace gotrace::kernel {
+namespace {
+
+constexpr int kMaxCpus = 1024;
+// Records younger than this stay in the rings at a periodic read: another
+// CPU may still be writing an older one (the stream must be in time order).
+constexpr uint64_t kHoldBackNs = 1'000'000;
+// What a sample_id trailer holds with sample_type TID | TIME | CPU:
+// {u32 pid, tid} {u64 time} {u32 cpu, res}.
+constexpr size_t kSampleIdBytes = 24;
+
+struct Ring {
+  uint8_t* base;        // the mapping: metadata page, then data
+  size_t map_len;
+  uint8_t* data;
+  uint64_t size;        // data bytes, a power of two
+  uint64_t tail;        // our read position (published to data_tail)
+  uint64_t head;        // the kernel's write position, read once per Drain
+  perf_event_mmap_page* meta() const { return reinterpret_cast<perf_event_mmap_page*>(base); }
+};
+
+constinit Ring g_rings[kMaxCpus] = {};
+int g_nrings = 0;
+std::atomic<bool> g_active{false};
+std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
+std::atomic<uint64_t> g_lost{0};
+int g_pid = 0;
+// Room for one record that wraps around the end of its ring.
+alignas(8) uint8_t g_scratch[65536 + 64];
+
+long PerfEventOpen(perf_event_attr* attr, int pid, int cpu, int group, unsigned long flags) {
+  return sys::Syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), pid, cpu, group,
+                       static_cast<long>(flags));
+}
+
+void Copy(const Ring& r, uint64_t pos, void* dst, size_t n) {
+  const uint64_t off = pos & (r.size - 1);
+  const uint64_t first = n < r.size - off ? n : r.size - off;
+  std::memcpy(dst, r.data + off, first);
+  if (first < n) std::memcpy(static_cast<uint8_t*>(dst) + first, r.data, n - first);
+}
+
+// The time of the record at the ring's tail, or false if the ring holds
+// nothing readable. Something malformed skips the ring to its head: its
+// records are lost, never misread.
+bool PeekTime(Ring& r, uint64_t* ts) {
+  while (r.tail < r.head) {
+    perf_event_header h;
+    Copy(r, r.tail, &h, sizeof h);
+    if (h.size < sizeof h || h.size > r.head - r.tail || (h.size & 7) != 0) {
+      r.tail = r.head;
+      return false;
+    }
+    if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 32) {
+      Copy(r, r.tail + sizeof h + 8, ts, 8);
+      return true;
+    }
+    if (h.type != PERF_RECORD_SAMPLE && h.size >= sizeof h + kSampleIdBytes) {
+      Copy(r, r.tail + h.size - kSampleIdBytes + 8, ts, 8);
+      return true;
+    }
+    r.tail += h.size;  // too short to be ours
+  }
+  return false;
+}
+
+// The kernel stream (runtime.cc owns its window): written only under g_lock.
+SlotStream& KStream() { return *internal::KernelStream(); }
+
+bool Room(SlotStream* s, size_t n, bool final) {
+  if (s->w.Fits(n)) return true;
+  return s->open ? internal::StreamSpill(s, final) : internal::StreamBegin(s, sys::MonotonicNs(), final);
+}
+
+// Appends one kernel record to the stream (a copy of it, whole, at `p`).
+void Emit(SlotStream* s, const uint8_t* p, bool final) {
+  perf_event_header h;
+  std::memcpy(&h, p, sizeof h);
+  const uint8_t* body = p + sizeof h;
+  uint32_t pid, tid, cpu;
+  uint64_t ts;
+  if (h.type == PERF_RECORD_SAMPLE) {
+    std::memcpy(&pid, body, 4);
+    std::memcpy(&tid, body + 4, 4);
+    std::memcpy(&ts, body + 8, 8);
+    std::memcpy(&cpu, body + 16, 4);
+  } else {
+    const uint8_t* id = p + h.size - kSampleIdBytes;
+    std::memcpy(&pid, id, 4);
+    std::memcpy(&tid, id + 4, 4);
+    std::memcpy(&ts, id + 8, 8);
+    std::memcpy(&cpu, id + 16, 4);
+  }
+  // A fork child made without inherit_thread (an older kernel) reports
+  // through our rings: its records are its own trace's business.
+  if (static_cast<int>(pid) != g_pid) return;
+  switch (h.type) {
+    case PERF_RECORD_SWITCH: {
+      uint64_t flags = 0;
+      if (h.misc & PERF_RECORD_MISC_SWITCH_OUT) flags |= log::kSwitchOut;
+      if (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) flags |= log::kSwitchPreempt;
+      if (!Room(s, log::kMaxFixedRecordBytes, final)) return;
+      s->w.Switch(ts, cpu, tid, flags);
+      break;
+    }
+    case PERF_RECORD_SAMPLE: {
+      uint64_t nr = 0;
+      if (h.size >= sizeof h + 32) std::memcpy(&nr, body + 24, 8);
+      if (nr > (h.size - sizeof h - 32) / 8) nr = 0;
+      uint64_t pcs[log::kMaxStackDepth];
+      size_t n = 0;
+      for (uint64_t i = 0; i < nr && n < g.config.depth; ++i) {
+        uint64_t ip;
+        std::memcpy(&ip, body + 32 + 8 * i, 8);
+        if (ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX)) continue;  // a context marker
+        if (ip < 4096) break;
+        // The first entry is where the thread was, not a return address:
+        // +1, because every frame is looked up at pc - 1.
+        pcs[n] = n == 0 ? ip + 1 : ip;
+        ++n;
+      }
+      uint32_t stack = 0;
+      if (n > 0) {
+        bool fresh = false;
+        const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
+        stack = internal::InternStack(pcs, n, epoch, &fresh);
+        if (fresh && stack != 0) {
+          if (!Room(s, log::ChunkWriter::StackDefBound(n), final)) return;
+          s->w.StackDef(ts, cpu, stack, epoch, pcs, n);
+        }
+      }
+      if (!Room(s, log::kMaxFixedRecordBytes, final)) return;
+      s->w.CpuSample(ts, cpu, tid, stack);
+      break;
+    }
+    case PERF_RECORD_LOST:
+    case PERF_RECORD_LOST_SAMPLES: {
+      uint64_t lost = 0;
+      std::memcpy(&lost, body + (h.type == PERF_RECORD_LOST ? 8 : 0), 8);
+      g_lost.fetch_add(lost, std::memory_order_relaxed);
+      if (!Room(s, log::kMaxFixedRecordBytes, final)) return;
+      s->w.KernelLost(ts, cpu, lost);
+      break;
+    }
+    default:
+      return;  // throttling, and what we did not ask for
+  }
+  s->w.PublishSize();
+}
+
+void CloseAll() {
+  for (int i = 0; i < g_nrings; ++i) {
+    if (g_rings[i].base != nullptr) sys::Munmap(g_rings[i].base, g_rings[i].map_len);
+    g_rings[i] = Ring{};
+  }
+  g_nrings = 0;
+}
+
+// Maps the ring of event `fd`: data pages shrink until the locked-memory
+// limit allows them (kernel.perf_event_mlock_kb per CPU per user, then
+// RLIMIT_MEMLOCK). Returns the errno of the last try, 0 on success.
+int MapRing(int fd, int want_pages, Ring* r) {
+  const size_t page = 4096;
+  long m = -ENOMEM;
+  for (int pages = want_pages; pages >= 2; pages /= 2) {
+    const size_t len = page * (1 + static_cast<size_t>(pages));
+    m = sys::Mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m >= 0 || m < -4095) {
+      r->base = reinterpret_cast<uint8_t*>(m);
+      r->map_len = len;
+      const perf_event_mmap_page* meta = r->meta();
+      r->data = r->base + (meta->data_offset != 0 ? meta->data_offset : page);
+      r->size = meta->data_size != 0 ? meta->data_size : page * static_cast<size_t>(pages);
+      r->tail = meta->data_tail;
+      // Not inherited by fork children: the parent's rings are not theirs.
+      sys::Syscall6(SYS_madvise, m, static_cast<long>(len), MADV_DONTFORK);
+      return 0;
+    }
+    if (m != -EPERM && m != -ENOMEM) break;
+  }
+  return static_cast<int>(-m);
+}
+
+}  // namespace
+
+bool Open(const Config& config, const char** why, int* err) {
+  *why = nullptr;
+  *err = 0;
+  CloseAll();
+  g_active.store(false, std::memory_order_release);
+  g_pid = sys::GetPid();
+  perf_event_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+  if (config.cpu_hz > 0) {
+    a.config = PERF_COUNT_SW_CPU_CLOCK;
+    a.sample_period = 1'000'000'000ull / config.cpu_hz;  // ns of CPU time
+    a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    a.exclude_callchain_kernel = 1;
+    a.sample_max_stack = static_cast<uint16_t>(config.depth);
+  } else {
+    a.config = PERF_COUNT_SW_DUMMY;
+  }
+  a.sample_id_all = 1;
+  a.context_switch = 1;
+  a.exclude_kernel = 1;  // perf_event_paranoid 2 allows user space only
+  a.exclude_hv = 1;
+  a.inherit = 1;
+  a.inherit_thread = 1;  // Linux 5.13: threads inherit, fork children do not
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  const int ncpus = static_cast<int>(g.ncpus < kMaxCpus ? g.ncpus : kMaxCpus);
+  // About 2 MiB of rings per process in all, 8 KiB to 512 KiB per CPU.
+  int pages = 128;
+  while (pages > 2 && static_cast<long>(pages) * 4096 * ncpus > (2l << 20)) pages /= 2;
+  bool retried = false;
+  for (int c = 0; c < ncpus; ++c) {
+    long fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd == -EINVAL && c == 0 && !retried) {
+      // An older kernel: without inherit_thread (fork children then report
+      // into our rings and are told apart by pid) and the stack limit.
+      retried = true;
+      a.inherit_thread = 0;
+      a.sample_max_stack = 0;
+      fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (fd == -ENODEV || fd == -ENXIO) continue;  // an offline CPU
+    if (fd < 0) {
+      *err = static_cast<int>(-fd);
+      switch (*err) {
+        case EACCES: case EPERM:
+          *why = "perf_event_open is not permitted";
+          break;
+        case ENOSYS:
+          *why = "perf_event_open is not available (a seccomp filter, or a kernel without perf events)";
+          break;
+        case EMFILE: case ENFILE:
+          *why = "no descriptor is free for perf_event_open";
+          break;
+        default:
+          *why = "the kernel lacks the events needed (context-switch records, Linux 4.3)";
+      }
+      CloseAll();
+      return false;
+    }
+    Ring& r = g_rings[g_nrings];
+    const int merr = MapRing(static_cast<int>(fd), pages, &r);
+    sys::Close(static_cast<int>(fd));  // the mapping keeps the event
+    if (merr != 0) {
+      *err = merr;
+      *why = "cannot map the kernel's ring buffers (the locked-memory limit: ulimit -l, "
+             "kernel.perf_event_mlock_kb)";
+      CloseAll();
+      return false;
+    }
+    ++g_nrings;
+  }
+  if (g_nrings == 0) {
+    *why = "no CPU accepted the events";
+    return false;
+  }
+  g_active.store(true, std::memory_order_release);
+  return true;
+}
+
+bool Active() { return g_active.load(std::memory_order_acquire); }
+
+uint64_t Lost() { return g_lost.load(std::memory_order_relaxed); }
+
+void ForgetForChild() {
+  // The rings are not mapped in the child (MADV_DONTFORK): forget them.
+  for (int i = 0; i < g_nrings; ++i) g_rings[i] = Ring{};
+  g_nrings = 0;
+  g_active.store(false, std::memory_order_release);
+  g_lock.clear(std::memory_order_release);  // a drain may have been running in the parent
+}
+
+void Drain(bool final) {
+  if (!g_active.load(std::memory_order_acquire)) return;
+  if (g_lock.test_and_set(std::memory_order_acquire)) return;
+  SlotStream* s = &KStream();
+  const uint64_t limit = final ? ~uint64_t{0} : sys::MonotonicNs() - kHoldBackNs;
+  for (int i = 0; i < g_nrings; ++i)
+    g_rings[i].head = __atomic_load_n(&g_rings[i].meta()->data_head, __ATOMIC_ACQUIRE);
+  // Each ring is in time order: merge them.
+  uint64_t next[kMaxCpus];
+  bool have[kMaxCpus];
+  for (int i = 0; i < g_nrings; ++i) have[i] = PeekTime(g_rings[i], &next[i]);
+  for (;;) {
+    int best = -1;
+    for (int i = 0; i < g_nrings; ++i)
+      if (have[i] && (best < 0 || next[i] < next[best])) best = i;
+    if (best < 0 || next[best] > limit) break;
+    Ring& r = g_rings[best];
+    perf_event_header h;
+    Copy(r, r.tail, &h, sizeof h);
+    const uint64_t off = r.tail & (r.size - 1);
+    const uint8_t* p = r.data + off;
+    if (off + h.size > r.size) {
+      Copy(r, r.tail, g_scratch, h.size);
+      p = g_scratch;
+    }
+    if (g.bind.load(std::memory_order_relaxed) != 0 || final) Emit(s, p, final);
+    r.tail += h.size;
+    have[best] = PeekTime(r, &next[best]);
+  }
+  for (int i = 0; i < g_nrings; ++i)
+    __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
+  g_lock.clear(std::memory_order_release);
+}
+
+}  // namespace gotrace::kernel
