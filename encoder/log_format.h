@@ -79,7 +79,8 @@
 //       the log ended (duration is meaningless). flags >> kWaitFdClassShift:
 //       FdClass of the descriptor for kNet/kSyscall. obj: the address waited
 //       on (mutex, cond, futex word, pthread_t for join, fd for I/O). aux:
-//       syscall number for kSyscall/kNet, 0 otherwise.
+//       syscall number for kSyscall/kNet; for kCond the mutex, which the
+//       wait locks again before it returns (and may block on); else 0.
 //   kRelease       kind obj count stack
 //       The thread released `obj` in a way that wakes waiters: unlock with
 //       waiters, cond signal (count 1) or broadcast (count 0 = all), sem post,

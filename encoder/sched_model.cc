@@ -3,6 +3,7 @@
 #include "encoder/sched_model.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -21,7 +22,15 @@ using log::WaitKind;
 enum class TSt : uint8_t { kNotCreated, kRunnable, kRunning, kBlocked, kWoken, kSyscall, kDead };
 
 constexpr uint32_t kNoThread = std::numeric_limits<uint32_t>::max();
+// The frame of the stack of a thread the kernel switched out outside any
+// wait an interposer recorded (README: "Reading the trace").
+constexpr const char kOffCpuFrame[] = "[off-CPU outside an interposed call]";
+// How far apart (ns) the kernel's switch times and the interposers' record
+// times may be and still describe the same moment.
+constexpr log::Tick kClockSlack = 50'000;
 constexpr uint64_t kSyntheticGoidBase = uint64_t{1} << 22;  // above PID_MAX_LIMIT
+
+enum : uint8_t { kWaitNone = 0, kWaitBlocks = 1, kWaitSyscall = 2 };
 
 struct Thread {
   uint64_t goid = 0;
@@ -40,6 +49,17 @@ struct Thread {
   Tick wait_end = 0;
   uint32_t wait_cpu_end = 0;
   uint32_t wait_gen = 0;
+  // Kernel mode (the log has the kernel's context switches): a recorded
+  // wait is only a reason; the kernel says whether and when the thread
+  // left the CPU for it.
+  uint8_t wait_mode = 0;     // kWaitNone, kWaitBlocks, kWaitSyscall
+  uint64_t wait_stack = 0;   // trace stack id of the wait
+  WaitKind wait_kind{};
+  uint32_t pend_waker = kNoThread;  // released the awaited object while we still ran
+  uint64_t pend_stack = 0;
+  uint64_t wait_obj2 = 0;    // a condition wait's mutex (locked again inside the wait)
+  bool wait_switched = false;  // the kernel switched it out during the wait
+  bool in_wait_k() const { return wait_mode != kWaitNone; }
 };
 
 struct ObjKey {
@@ -145,6 +165,16 @@ class Replay {
     uint32_t running = kNoThread;  // thread index
   };
 
+  // --- kernel mode
+  bool Kernel(uint32_t file) const { return file < kernel_.size() && kernel_[file]; }
+  Thread* ThreadForTid(uint32_t file, uint64_t tid);
+  void OnKernelRecord(uint32_t file, uint32_t c, const Record& r);
+  void SwitchIn(Thread& t, uint32_t c);
+  void SwitchOut(Thread& t, bool preempt);
+  void EnsureRunningK(Thread& t, uint32_t c);
+  void OnWaitK(Thread& t, uint32_t c, const Record& r);
+  void OnWaitEndK(Thread& t);
+  Tick NextSwitchIn(uint32_t file, uint32_t tid);
   // --- merge
   void Advance(uint32_t stream, bool at_top);
   void IndexHead(uint32_t stream, bool add);
@@ -163,6 +193,7 @@ class Replay {
   void StopIfIdle(uint32_t c);
   void Deschedule(Thread& t, go::EvType how);
   void Unregister(Thread& t);
+  void Register(Thread& t, uint64_t obj);
   void EndOfTrace(Tick end);
   uint64_t StartStackOf(const Thread& t, uint64_t creator_stack);
 
@@ -194,12 +225,29 @@ class Replay {
   std::vector<Record> heads_;
   std::vector<uint8_t> head_valid_;
   std::vector<uint32_t> head_consumed_;  // wakes given early by SkewWake
+  std::vector<uint8_t> head_early_;      // a head processed before its turn (SwitchOut)
   // Streams whose head is a kRelease (unordered), and each stream's index in
   // it (or kNoThread): what SkewWake scans.
   std::vector<uint32_t> release_heads_;
   std::vector<uint32_t> release_pos_;
   std::unordered_map<ObjKey, std::vector<uint32_t>, ObjKeyHash> waiters_;
   std::unordered_map<uint64_t, uint32_t> creates_;  // (file << 48 ^ create_id) -> thread
+  std::vector<uint8_t> kernel_;  // per file: scheduling from the kernel's records
+  // (file << 32 | tid) -> its threads' indices, in the order they started
+  // (tids are reused; the first not yet ended is the one alive).
+  std::unordered_map<uint64_t, std::vector<uint32_t>> by_tid_;
+  // Kernel mode: the switch-ins of the next few milliseconds, read ahead of
+  // the merge (a second cursor on the kernel stream), so that a release
+  // wakes the waiter the kernel actually ran next, not a guess.
+  struct Ahead {
+    uint32_t stream = 0;
+    std::unique_ptr<log::StreamCursor> cur;
+    bool done = false;
+    Tick read_to = 0;
+    std::deque<std::pair<Tick, uint32_t>> order;  // (ts, tid), in time order
+    std::unordered_map<uint32_t, std::deque<Tick>> by_tid;
+  };
+  std::vector<Ahead> ahead_;  // per file (kernel mode only)
   MinHeap heads_heap_;  // one item per stream with a valid head
   MinHeap ends_heap_;   // pending wait ends
   Tick now_ = 0;
@@ -208,6 +256,7 @@ class Replay {
   Tick skew_ = 0;
   uint64_t next_goid_ = kSyntheticGoidBase;
   std::vector<uint32_t> scratch_;
+  std::unordered_map<uint32_t, Tick> next_in_;
 };
 
 uint64_t CreateKey(uint32_t file, uint64_t create_id) {
@@ -262,14 +311,23 @@ Status Replay::Run() {
   heads_.resize(streams.size());
   head_valid_.assign(streams.size(), 0);
   head_consumed_.assign(streams.size(), 0);
+  head_early_.assign(streams.size(), 0);
   release_pos_.assign(streams.size(), kNoThread);
   std::unordered_map<uint64_t, bool> goid_used;
   Tick t0 = std::numeric_limits<Tick>::max();
   for (const auto& f : files) t0 = std::min(t0, f.header.start_ns);
+  kernel_.assign(files.size(), 0);
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
     t0 = std::min(t0, st.first_ts);
-    if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) continue;
+    if (st.serial == log::kKernelSerial) {
+      kernel_[st.file] = 1;
+      if (ahead_.size() < files.size()) ahead_.resize(files.size());
+      ahead_[st.file].stream = s;
+      continue;
+    }
+    if (st.serial == log::kProcessSerial) continue;
+    by_tid_[(uint64_t{st.file} << 32) | st.tid].push_back(s);
     Thread& t = threads_[s];
     t.file = st.file;
     t.tid = st.tid;
@@ -281,6 +339,12 @@ Status Replay::Run() {
       if (st.start.create_id != 0) creates_.emplace(CreateKey(st.file, st.start.create_id), s);
     }
   }
+  for (auto& [key, list] : by_tid_) {
+    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+      return streams[a].first_ts < streams[b].first_ts;
+    });
+  }
+  for (uint8_t k : kernel_) stats_->kernel_processes += k;
   stats_->start_ns = t0;
   now_ = t0;
   Snapshot(t0);
@@ -296,19 +360,25 @@ Status Replay::Run() {
       ends_heap_.PopTop();
       Thread& t = threads_[it.index];
       if (it.gen != t.wait_gen ||
-          (t.st != TSt::kBlocked && t.st != TSt::kWoken && t.st != TSt::kSyscall)) {
+          (!Kernel(t.file) && t.st != TSt::kBlocked && t.st != TSt::kWoken &&
+           t.st != TSt::kSyscall)) {
         continue;  // stale: the wait was already finished by a later record
       }
       now_ = std::max(now_, it.ts);
-      FinishWait(t, Cpu(t.wait_cpu_end));
+      if (Kernel(t.file)) OnWaitEndK(t);
+      else FinishWait(t, Cpu(t.wait_cpu_end));
       continue;
     }
     const uint32_t s = heads_heap_.top().index;
     IndexHead(s, false);
     head_valid_[s] = 0;
     now_ = std::max(now_, heads_[s].ts);
-    ++stats_->records;
-    OnRecord(s, heads_[s]);
+    if (head_early_[s]) {
+      head_early_[s] = 0;  // processed already (SwitchOut)
+    } else {
+      ++stats_->records;
+      OnRecord(s, heads_[s]);
+    }
     Advance(s, true);  // OnRecord never touches heads_heap_, so s is still on top
   }
   if (!error_.empty()) return Status::Error(error_);
@@ -416,6 +486,14 @@ void Replay::EnsureOn(Thread& t, uint32_t c) {
   t.p = c;
 }
 
+void Replay::Register(Thread& t, uint64_t obj) {
+  Unregister(t);
+  t.wait_obj = obj;
+  if (obj == 0) return;
+  waiters_[ObjKey{t.file, obj}].push_back(Index(t));
+  t.wait_registered = true;
+}
+
 void Replay::Unregister(Thread& t) {
   if (!t.wait_registered) return;
   t.wait_registered = false;
@@ -509,19 +587,43 @@ void Replay::OnRelease(Thread& u, uint32_t c, uint64_t obj, uint64_t count, uint
   // Wake the waiters that resume first: a mutex handoff or a cond signal
   // releases one waiter, and it is the one whose wait ends next.
   scratch_.clear();
-  for (uint32_t ti : it->second)
-    if (threads_[ti].st == TSt::kBlocked && ti != Index(u)) scratch_.push_back(ti);
-  std::sort(scratch_.begin(), scratch_.end(), [this](uint32_t a, uint32_t b) {
-    return threads_[a].wait_end != threads_[b].wait_end ? threads_[a].wait_end < threads_[b].wait_end
-                                                        : a < b;
+  const bool kernel = Kernel(u.file);
+  for (uint32_t ti : it->second) {
+    const Thread& w = threads_[ti];
+    if (ti == Index(u)) continue;
+    // Kernel mode: a waiter still on its CPU (about to sleep) is woken too,
+    // once it sleeps (SwitchOut); one already woken is not woken again.
+    if (w.st == TSt::kBlocked || (kernel && w.st == TSt::kRunning && w.pend_waker == kNoThread))
+      scratch_.push_back(ti);
+  }
+  // Kernel mode: those asleep first, the one the kernel runs next first
+  // (read ahead). Otherwise the one whose wait ends first.
+  if (kernel) {
+    next_in_.clear();
+    for (uint32_t ti : scratch_) next_in_[ti] = NextSwitchIn(u.file, threads_[ti].tid);
+  }
+  std::sort(scratch_.begin(), scratch_.end(), [this, kernel](uint32_t a, uint32_t b) {
+    const Thread& x = threads_[a];
+    const Thread& y = threads_[b];
+    if ((x.st == TSt::kBlocked) != (y.st == TSt::kBlocked)) return x.st == TSt::kBlocked;
+    if (kernel && next_in_[a] != next_in_[b]) return next_in_[a] < next_in_[b];
+    return x.wait_end != y.wait_end ? x.wait_end < y.wait_end : a < b;
   });
   const uint64_t stk = stacks_->Ref(u.file, stack);
   for (uint32_t ti : scratch_) {
     if (budget-- == 0) break;
     Thread& t = threads_[ti];
+    if (t.st == TSt::kRunning) {
+      t.pend_waker = Index(u);
+      t.pend_stack = stk;
+      continue;
+    }
     Emit(c, go::kEvGoUnblock, {t.goid, ++t.seq, stk});
     t.st = TSt::kWoken;
-    Unregister(t);
+    // Kernel mode keeps the waiter registered until its wait ends: woken,
+    // it may sleep again in the same call (a mutex taken by another thread
+    // first) and be woken by the next release.
+    if (!kernel) Unregister(t);
     ++stats_->wakeups_linked;
   }
 }
@@ -578,7 +680,11 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
       break;
   }
   if (r.type >= log::kFirstVarRecord) return;  // a variable record of a newer writer
-  if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) {
+  if (st.serial == log::kKernelSerial) {
+    OnKernelRecord(st.file, Cpu(r.cpu), r);
+    return;
+  }
+  if (st.serial == log::kProcessSerial) {
     ++stats_->ignored_records;  // thread records belong to thread streams
     return;
   }
@@ -588,32 +694,235 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
     return;
   }
   const uint32_t c = Cpu(r.cpu);
-  EnsureOn(t, c);
+  const bool kernel = Kernel(t.file);
+  if (kernel) EnsureRunningK(t, c);
+  else EnsureOn(t, c);
+  const uint32_t here = kernel ? t.p : c;  // in kernel mode the kernel knows the CPU
   switch (r.type) {
     case log::kThreadStart:
       if (r.start.self != 0) t.self = r.start.self;
       break;
     case log::kThreadEnd:
-      OnRelease(t, c, t.self, 0, 0, 0);  // joiners wake from the exiting thread
-      Emit(c, go::kEvGoEnd, {});
-      procs_[c].running = kNoThread;
+      OnRelease(t, here, t.self, 0, 0, 0);  // joiners wake from the exiting thread
+      if (t.in_wait_k()) Unregister(t);
+      Emit(here, go::kEvGoEnd, {});
+      procs_[here].running = kNoThread;
       t.st = TSt::kDead;
-      StopIfIdle(c);
+      StopIfIdle(here);
       break;
     case log::kThreadCreate:
-      OnCreate(t, c, r);
+      OnCreate(t, here, r);
       break;
     case log::kWait:
-      OnWait(t, c, r);
+      if (kernel) OnWaitK(t, here, r);
+      else OnWait(t, c, r);
       break;
     case log::kRelease:
-      OnRelease(t, c, r.release.obj, r.release.count, r.release.stack, head_consumed_[s]);
+      OnRelease(t, here, r.release.obj, r.release.count, r.release.stack, head_consumed_[s]);
       break;
     case log::kHeap:
-      Emit(c, go::kEvHeapAlloc, {r.heap.bytes});
+      Emit(here, go::kEvHeapAlloc, {r.heap.bytes});
       break;
     default:
       break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Kernel mode: the kernel's context switches decide where threads run; the
+// interposers' records say why a thread left its CPU and who woke it.
+
+Tick Replay::NextSwitchIn(uint32_t file, uint32_t tid) {
+  constexpr Tick kHorizon = 5'000'000;  // ns
+  Ahead& a = ahead_[file];
+  while (!a.done && a.read_to <= now_ + kHorizon) {
+    if (!a.cur) a.cur = std::make_unique<log::StreamCursor>(logs_, a.stream);
+    Record r;
+    if (!a.cur->Next(&r)) {
+      a.done = true;
+      a.cur.reset();
+      break;
+    }
+    a.read_to = r.ts;
+    if (r.type == log::kSwitch && !(r.sw.flags & log::kSwitchOut)) {
+      const auto t = static_cast<uint32_t>(r.sw.tid);
+      a.order.emplace_back(r.ts, t);
+      a.by_tid[t].push_back(r.ts);
+    }
+  }
+  while (!a.order.empty() && a.order.front().first < now_) {
+    auto it = a.by_tid.find(a.order.front().second);
+    if (it != a.by_tid.end() && !it->second.empty()) {
+      it->second.pop_front();
+      if (it->second.empty()) a.by_tid.erase(it);
+    }
+    a.order.pop_front();
+  }
+  auto it = a.by_tid.find(tid);
+  return it == a.by_tid.end() || it->second.empty() ? std::numeric_limits<Tick>::max()
+                                                    : it->second.front();
+}
+
+Thread* Replay::ThreadForTid(uint32_t file, uint64_t tid) {
+  auto it = by_tid_.find((uint64_t{file} << 32) | (tid & 0xffffffffu));
+  if (it == by_tid_.end()) return nullptr;  // not a thread we trace (ours, a raw clone)
+  for (uint32_t ti : it->second) {
+    Thread& t = threads_[ti];
+    if (t.st != TSt::kDead) return t.st == TSt::kNotCreated ? nullptr : &t;
+  }
+  return nullptr;
+}
+
+void Replay::SwitchIn(Thread& t, uint32_t c) {
+  if (t.st == TSt::kRunning) {
+    if (t.p == c) return;
+    const uint32_t old = t.p;  // its switch out was lost
+    Deschedule(t, go::kEvGoPreempt);
+    StopIfIdle(old);
+    ++stats_->migrations;
+  }
+  ClearProc(c, &t);
+  StartProc(c, t);
+  if (t.st == TSt::kBlocked) {
+    if (!(t.wait_registered && SkewWake(t))) {
+      Emit(c, go::kEvGoUnblock, {t.goid, ++t.seq, 0});
+      ++stats_->wakeups_g0;
+    }
+  } else if (t.st == TSt::kSyscall) {
+    Emit(c, go::kEvGoSysExit, {t.goid, ++t.seq, 0});
+  }
+  Emit(c, go::kEvGoStart, {t.goid, ++t.seq});
+  procs_[c].running = Index(t);
+  t.st = TSt::kRunning;
+  t.p = c;
+  // Woken in a condition wait (signalled, or timed out): what it may wait
+  // for next, inside the same call, is the mutex.
+  if (t.in_wait_k() && t.wait_obj2 != 0 && t.wait_obj != t.wait_obj2) Register(t, t.wait_obj2);
+}
+
+void Replay::SwitchOut(Thread& t, bool preempt) {
+  if (t.st != TSt::kRunning) return;  // its switch in was lost, or it was never started
+  const uint32_t p = t.p;
+  if (preempt) {
+    Deschedule(t, go::kEvGoPreempt);
+    ++stats_->preemptions;
+    StopIfIdle(p);
+    return;
+  }
+  // The kernel's clock and the interposers' agree to a microsecond or so,
+  // and a wait's record is taken just before the call: a voluntary switch
+  // a hair before the thread's next record, a wait, belongs to that wait.
+  const uint32_t s = Index(t);
+  if (!t.in_wait_k() && s < heads_.size() && head_valid_[s] && !head_early_[s] &&
+      heads_[s].type == log::kWait && heads_[s].ts <= now_ + kClockSlack) {
+    head_early_[s] = 1;
+    ++stats_->records;
+    OnWaitK(t, p, heads_[s]);
+  }
+  t.wait_switched = t.in_wait_k();
+  if (t.wait_mode == kWaitSyscall) {
+    Emit(p, go::kEvGoSysBlock, {});
+    t.st = TSt::kSyscall;
+  } else if (t.wait_mode == kWaitBlocks) {
+    Emit(p, BlockEvent(t.wait_kind), {t.wait_stack});
+    t.st = TSt::kBlocked;
+  } else {
+    // Off the CPU outside any wait an interposer recorded: an uninterposed
+    // futex, a page fault that reads the disk, a raw syscall instruction.
+    Emit(p, go::kEvGoBlock, {stacks_->StartStack(t.file, 0, 0, kOffCpuFrame)});
+    t.st = TSt::kBlocked;
+    ++stats_->offcpu_blocks;
+  }
+  procs_[p].running = kNoThread;
+  // Released while it was still on its CPU: its waker wakes it now, if the
+  // waker still runs (else the kernel's switch in is unblocked by g0).
+  if (t.st == TSt::kBlocked && t.pend_waker != kNoThread) {
+    Thread& u = threads_[t.pend_waker];
+    if (u.st == TSt::kRunning) {
+      Emit(u.p, go::kEvGoUnblock, {t.goid, ++t.seq, t.pend_stack});
+      t.st = TSt::kWoken;
+      ++stats_->wakeups_linked;
+    }
+    t.pend_waker = kNoThread;
+  }
+  StopIfIdle(p);
+}
+
+void Replay::EnsureRunningK(Thread& t, uint32_t c) {
+  if (t.st == TSt::kRunning) return;
+  if (t.st == TSt::kNotCreated) {
+    EnsureOn(t, c);  // first seen without a creation we could link
+    return;
+  }
+  // A record while the kernel had the thread off its CPU: a switch record
+  // lost, or clocks a hair apart. It ran here.
+  ++stats_->implicit_starts;
+  SwitchIn(t, c);
+}
+
+void Replay::OnKernelRecord(uint32_t file, uint32_t c, const Record& r) {
+  switch (r.type) {
+    case log::kSwitch: {
+      Thread* t = ThreadForTid(file, r.sw.tid);
+      if (t == nullptr) return;
+      ++stats_->switches;
+      if (r.sw.flags & log::kSwitchOut) SwitchOut(*t, (r.sw.flags & log::kSwitchPreempt) != 0);
+      else SwitchIn(*t, c);
+      return;
+    }
+    case log::kCpuSample: {
+      const Thread* t = ThreadForTid(file, r.sample.tid);
+      const uint64_t g = t != nullptr ? t->goid : 0;
+      Emit(c, go::kEvCPUSample, {now_, c, g, stacks_->Ref(file, r.sample.stack)});
+      ++stats_->cpu_samples;
+      return;
+    }
+    case log::kKernelLost:
+      stats_->kernel_lost += r.lost.count;
+      return;
+    default:
+      return;
+  }
+}
+
+void Replay::OnWaitK(Thread& t, uint32_t c, const Record& r) {
+  const auto kind = static_cast<WaitKind>(r.wait.kind);
+  const bool open = (r.wait.flags & log::kWaitOpen) != 0;
+  const uint64_t stk = stacks_->Ref(t.file, r.wait.stack);
+  // A system call (or a short network wait) is a GoSysCall whether or not
+  // it blocks; it blocks the goroutine only if the kernel switches the
+  // thread out during it. Every other wait blocks it then, with its reason.
+  // A network wait is a network call too: a GoSysCall, then, if it sleeps
+  // for long enough, GoBlockNet (the net profile, woken by the netpoller).
+  const bool syscall = kind == WaitKind::kSyscall ||
+                       (kind == WaitKind::kNet && !open && r.wait.duration < threshold_);
+  if (syscall || kind == WaitKind::kNet) Emit(c, go::kEvGoSysCall, {stk});
+  Unregister(t);
+  t.wait_mode = syscall ? kWaitSyscall : kWaitBlocks;
+  t.wait_kind = kind;
+  t.wait_stack = stk;
+  t.wait_obj = r.wait.obj;
+  t.wait_obj2 = kind == WaitKind::kCond ? r.wait.aux : 0;
+  t.wait_switched = false;
+  t.wait_open = open;
+  t.wait_end = open ? std::numeric_limits<Tick>::max() : r.ts + r.wait.duration;
+  t.wait_cpu_end = static_cast<uint32_t>(r.wait.cpu_end);
+  t.pend_waker = kNoThread;
+  ++t.wait_gen;
+  if (IsWakeable(kind)) Register(t, r.wait.obj);
+  if (!open) ends_heap_.Push(Item{t.wait_end, 2, Index(t), t.wait_gen});
+}
+
+// The wait's end: the thread is back in the program. If the kernel did not
+// report it running again (a lost record), it runs from here.
+void Replay::OnWaitEndK(Thread& t) {
+  Unregister(t);
+  t.wait_mode = kWaitNone;
+  t.pend_waker = kNoThread;
+  ++t.wait_gen;
+  if (t.st == TSt::kBlocked || t.st == TSt::kSyscall || t.st == TSt::kWoken) {
+    ++stats_->implicit_starts;
+    SwitchIn(t, Cpu(t.wait_cpu_end));
   }
 }
 

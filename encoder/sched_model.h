@@ -58,7 +58,14 @@ struct ModelStats {
   uint64_t wakeups_skewed = 0;    // ... of which matched across clock skew
   uint64_t wakeups_g0 = 0;        // GoUnblock from g0 (timeouts, sleeps, unseen wakers)
   uint64_t migrations = 0;
-  uint64_t preemptions = 0;       // inferred: another thread recorded on the CPU
+  uint64_t preemptions = 0;       // inferred: another thread recorded on the CPU, or the kernel's
+  // Kernel scheduling (the log has the kernel's context switches):
+  uint64_t kernel_processes = 0;  // logs whose scheduling came from the kernel
+  uint64_t switches = 0;          // context-switch records used
+  uint64_t offcpu_blocks = 0;     // voluntary switches outside any recorded wait
+  uint64_t implicit_starts = 0;   // a thread recorded while the kernel had it off-CPU
+  uint64_t cpu_samples = 0;
+  uint64_t kernel_lost = 0;       // records the kernel dropped (full rings)
   uint64_t dropped_records = 0;   // from kTraceEnd: lost in the recording process
   uint64_t ignored_records = 0;   // records of ended threads, misplaced records
   uint64_t start_ns = 0;

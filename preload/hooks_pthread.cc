@@ -231,7 +231,7 @@ GT_EXPORT int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   HookScope scope(kGroupSync);
   if (!scope.active()) return GT_REAL(pthread_cond_wait)(c, m);
   // The wait releases m: a thread blocked on m is woken by glibc inside.
-  WaitRecorder w(scope, WaitKind::kCond, Obj(c), GT_FRAME());
+  WaitRecorder w(scope, WaitKind::kCond, Obj(c), GT_FRAME(), Obj(m));
   const int r = GT_REAL(pthread_cond_wait)(c, m);
   w.End(r == 0);
   return r;
@@ -241,7 +241,7 @@ GT_EXPORT int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m,
                                      const struct timespec* abstime) {
   HookScope scope(kGroupSync);
   if (!scope.active()) return GT_REAL(pthread_cond_timedwait)(c, m, abstime);
-  WaitRecorder w(scope, WaitKind::kCond, Obj(c), GT_FRAME());
+  WaitRecorder w(scope, WaitKind::kCond, Obj(c), GT_FRAME(), Obj(m));
   const int r = GT_REAL(pthread_cond_timedwait)(c, m, abstime);
   w.End(r == 0 || r == ETIMEDOUT);
   return r;
@@ -253,7 +253,7 @@ GT_EXPORT int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, cloc
   if (real == nullptr) return ENOSYS;
   HookScope scope(kGroupSync);
   if (!scope.active()) return real(c, m, clock, abstime);
-  WaitRecorder w(scope, WaitKind::kCond, Obj(c), GT_FRAME());
+  WaitRecorder w(scope, WaitKind::kCond, Obj(c), GT_FRAME(), Obj(m));
   const int r = real(c, m, clock, abstime);
   w.End(r == 0 || r == ETIMEDOUT);
   return r;

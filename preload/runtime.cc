@@ -874,19 +874,21 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   return id;
 }
 
-WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame)
-    : rec_(s.rec()), kind_(kind), obj_(obj) {
+WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame,
+                           uint64_t aux)
+    : rec_(s.rec()), kind_(kind), obj_(obj), aux_(aux) {
   cpu0_ = sys::CurrentCpu();
   t0_ = sys::Ticks();
   stack_ = CaptureStack(s, frame, t0_);
-  PublishWait(rec_, kind, cpu0_, stack_, obj, 0, 0, t0_, frame);
+  PublishWait(rec_, kind, cpu0_, stack_, obj, aux, 0, t0_, frame);
 }
 
 void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   const Tick t1 = sys::Ticks();
   UnpublishWait(rec_);
   if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
-    rec_->s.w.Wait(t0_, cpu0_, kind_, flags, obj_, aux, t1 - t0_, sys::CurrentCpu(), stack_);
+    rec_->s.w.Wait(t0_, cpu0_, kind_, flags, obj_, aux != 0 ? aux : aux_, t1 - t0_,
+                   sys::CurrentCpu(), stack_);
     Commit(rec_);
   }
 }

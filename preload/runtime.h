@@ -300,7 +300,10 @@ GT_ALWAYS_INLINE void UnpublishWait(ThreadRec* r) {
 // publishes the wait (PublishWait) until End().
 class WaitRecorder {
  public:
-  WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame);
+  // aux: a second object the wait may block on (a condition wait's mutex,
+  // which glibc locks again inside the wait), published and recorded.
+  WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame,
+               uint64_t aux = 0);
   // Records the wait, unless `keep` is false (the call failed without waiting).
   void End(bool keep = true, uint64_t aux = 0, uint64_t flags = 0);
 
@@ -308,6 +311,7 @@ class WaitRecorder {
   ThreadRec* rec_;
   WaitKind kind_;
   uint64_t obj_;
+  uint64_t aux_;
   Tick t0_;
   uint32_t cpu0_;
   uint32_t stack_;

@@ -390,7 +390,10 @@ TEST_CASE("a termination signal while the trace is written at exit: the trace co
   // temporary file behind.
   TempDir dir;
   ProcOptions o;
-  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("alarm.trace")};
+  // Inferred scheduling: the marker's waits expire at once and never leave
+  // the CPU, so with the kernel's scheduling they show no block.
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("alarm.trace"),
+           "GOTRACE_SCHED=infer"};
   const ProcResult traced = RunProcess({Lifecycle(), "alarm-at-exit"}, o);
   INFO(traced.Describe() << "\n" << traced.err);
   CHECK(traced.out == "armed\n");
@@ -409,7 +412,10 @@ TEST_CASE("a thread made with a raw clone() records nothing and corrupts nothing
   for (int round = 0; round < 3; ++round) {
     INFO("round " << round);
     TempDir dir;
-    ScenarioRun s = RunTraced({Lifecycle(), "raw-clone"}, dir, {}, /*web=*/round == 0);
+    // Inferred scheduling: every recorded sleep is a GoSleep (with the
+    // kernel's, one that never left the CPU is none).
+    ScenarioRun s =
+        RunTraced({Lifecycle(), "raw-clone"}, dir, {"GOTRACE_SCHED=infer"}, /*web=*/round == 0);
     CHECK(s.plain.out == "raw clone done\n");
     CHECK(s.parsed.Count("GoSleep") == 2000);  // the main thread's, not the clone's
   }
