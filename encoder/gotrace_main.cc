@@ -232,6 +232,72 @@ int CmdDump(int argc, char** argv) {
           std::printf("ClockSync monotonic_ns=%" PRIu64 "\n", ns);
           break;
         }
+        case log::kSwitch:
+          std::printf("Switch %s tid=%" PRIu64 "%s\n", (r.sw.flags & log::kSwitchOut) ? "out" : "in",
+                      r.sw.tid, (r.sw.flags & log::kSwitchPreempt) ? " preempted" : "");
+          break;
+        case log::kCpuSample:
+          std::printf("CpuSample tid=%" PRIu64 " stack=%" PRIu64 "\n", r.sample.tid, r.sample.stack);
+          break;
+        case log::kKernelLost:
+          std::printf("KernelLost count=%" PRIu64 "\n", r.lost.count);
+          break;
+        case log::kCpuTime:
+          std::printf("CpuTime ns=%" PRIu64 "\n", r.cputime.ns);
+          break;
+        case log::kExitStatus:
+          std::printf("ExitStatus status=0x%" PRIx64 "\n", r.exit.status);
+          break;
+        case log::kChildExit:
+          std::printf("ChildExit pid=%" PRIu64 " status=0x%" PRIx64 "\n", r.child.pid, r.child.status);
+          break;
+        case log::kTaskEnd:
+          std::printf("TaskEnd task=%" PRIu64 " stack=%" PRIu64 "\n", r.task_end.task, r.task_end.stack);
+          break;
+        case log::kThreadName: {
+          log::ThreadNameFields n;
+          if (!log::ParseThreadName(r, &n)) { std::printf("ThreadName (malformed)\n"); break; }
+          std::printf("ThreadName serial=%u name=%s\n", n.serial, n.name.c_str());
+          break;
+        }
+        case log::kProcessInfo: {
+          log::ProcessInfoFields p;
+          if (!log::ParseProcessInfo(r, &p)) { std::printf("ProcessInfo (malformed)\n"); break; }
+          std::printf("ProcessInfo ppid=%" PRIu64 " flags=%" PRIu64 " exe=%s argv=", p.ppid, p.flags,
+                      p.exe.c_str());
+          for (const auto& a : p.argv) std::printf("[%s]", a.c_str());
+          std::printf("\n");
+          break;
+        }
+        case log::kSchedInfo: {
+          log::SchedInfoFields si;
+          if (!log::ParseSchedInfo(r, &si)) { std::printf("SchedInfo (malformed)\n"); break; }
+          std::printf("SchedInfo source=%s cpu_hz=%" PRIu64 "%s%s\n",
+                      si.source == log::kSchedKernel ? "kernel" : "infer", si.cpu_hz,
+                      si.why.empty() ? "" : " why=", si.why.c_str());
+          break;
+        }
+        case log::kTaskBegin: {
+          log::TaskBeginFields tb;
+          if (!log::ParseTaskBegin(r, &tb)) { std::printf("TaskBegin (malformed)\n"); break; }
+          std::printf("TaskBegin task=%" PRIu64 " parent=%" PRIu64 " stack=%" PRIu64 " name=%s\n",
+                      tb.task, tb.parent, tb.stack, tb.name.c_str());
+          break;
+        }
+        case log::kRegion: {
+          log::RegionFields rg;
+          if (!log::ParseRegion(r, &rg)) { std::printf("Region (malformed)\n"); break; }
+          std::printf("Region %s task=%" PRIu64 " stack=%" PRIu64 " name=%s\n",
+                      rg.mode == 0 ? "begin" : "end", rg.task, rg.stack, rg.name.c_str());
+          break;
+        }
+        case log::kUserLog: {
+          log::UserLogFields ul;
+          if (!log::ParseUserLog(r, &ul)) { std::printf("UserLog (malformed)\n"); break; }
+          std::printf("UserLog task=%" PRIu64 " stack=%" PRIu64 " category=%s message=%s\n", ul.task,
+                      ul.stack, ul.category.c_str(), ul.message.c_str());
+          break;
+        }
         default:
           std::printf("record type %u (%zu bytes)\n", r.type, r.body_len);
       }

@@ -300,7 +300,17 @@ void ForgetForChild() {
 
 void Drain(bool final) {
   if (!g_active.load(std::memory_order_acquire)) return;
-  if (g_lock.test_and_set(std::memory_order_acquire)) return;
+  // Not recording (the exit path has begun: its own final read comes):
+  // leave the records where they are.
+  if (!final && g.bind.load(std::memory_order_acquire) == 0) return;
+  // A periodic read gives way to one in progress. The final one waits for
+  // it (the flusher's reads are short), but never without bound: a crash
+  // inside a read on this very thread must not hang the process.
+  int tries = final ? 20000 : 1;
+  while (g_lock.test_and_set(std::memory_order_acquire)) {
+    if (--tries <= 0) return;
+    sys::Syscall6(SYS_sched_yield);
+  }
   SlotStream* s = &KStream();
   const uint64_t limit = final ? ~uint64_t{0} : sys::MonotonicNs() - kHoldBackNs;
   for (int i = 0; i < g_nrings; ++i)
@@ -323,7 +333,7 @@ void Drain(bool final) {
       Copy(r, r.tail, g_scratch, h.size);
       p = g_scratch;
     }
-    if (g.bind.load(std::memory_order_relaxed) != 0 || final) Emit(s, p, final);
+    Emit(s, p, final);
     r.tail += h.size;
     have[best] = PeekTime(r, &next[best]);
   }
