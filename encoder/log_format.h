@@ -121,9 +121,9 @@
 //   kKernelLost    count                              (kernel stream)
 //       The kernel dropped `count` records (a ring buffer was full).
 //   kCpuTime       ns                                 (thread streams)
-//       The thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) at ts; written
-//       where kernel scheduling records are not available, so that running
-//       totals stay truthful.
+//       The thread's own CPU time (its kernel CPU clock) at ts: written as
+//       it ends, so that its running total is known exactly even where the
+//       timeline is inferred.
 //   kExitStatus    status                             (process stream)
 //       How this image ended, in wait(2) form: exit code << 8, or the
 //       terminating signal.
@@ -137,6 +137,9 @@
 //       its end): serial 0 means the stream the record is in.
 //   kProcessInfo   (var) ppid flags exe_len exe argc {len arg}...
 //       Who this process is, for run indexes (process stream, once).
+//   kThreadCpu     (var) serial ns
+//       The CPU time the kernel counted for the thread of stream `serial`,
+//       read by the exit path for threads still alive (process stream).
 //   kSchedInfo     (var) source cpu_hz why_len why
 //       Where scheduling comes from (kSchedKernel, kSchedInfer) and, when
 //       kernel records were wanted but refused, why (process stream).
@@ -246,6 +249,7 @@ enum RecordType : uint8_t {
   kTaskBegin = 72,
   kRegion = 73,
   kUserLog = 74,
+  kThreadCpu = 75,
 };
 
 // Number of varint fields after (dts, cpu) of each fixed record type; -1 for

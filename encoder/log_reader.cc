@@ -152,6 +152,18 @@ bool ParseProcessInfo(const Record& r, ProcessInfoFields* out) {
   return p == end;
 }
 
+bool ParseThreadCpu(const Record& r, ThreadCpuFields* out) {
+  const uint8_t* p = r.body;
+  const uint8_t* end = r.body + r.body_len;
+  uint64_t serial;
+  if (r.type != kThreadCpu || !GetUvarint(&p, end, &serial) || serial > 0xffffffffu ||
+      !GetUvarint(&p, end, &out->ns)) {
+    return false;
+  }
+  out->serial = static_cast<uint32_t>(serial);
+  return p == end;
+}
+
 bool ParseSchedInfo(const Record& r, SchedInfoFields* out) {
   const uint8_t* p = r.body;
   const uint8_t* end = r.body + r.body_len;

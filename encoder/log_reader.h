@@ -71,6 +71,8 @@ struct TraceEndFields { uint64_t dropped_records, dropped_chunks, chunks_before;
 struct ThreadNameFields { uint32_t serial; std::string name; };
 struct ProcessInfoFields { uint64_t ppid, flags; std::string exe; std::vector<std::string> argv; };
 struct SchedInfoFields { uint64_t source, cpu_hz; std::string why; };
+struct ThreadCpuFields { uint32_t serial; uint64_t ns; };
+bool ParseThreadCpu(const Record& r, ThreadCpuFields* out);
 struct TaskBeginFields { uint64_t task, parent, stack; std::string name; };
 struct RegionFields { uint64_t task, mode, stack; std::string name; };
 struct UserLogFields { uint64_t task, stack; std::string category, message; };

@@ -3,6 +3,7 @@
 #include "encoder/sched_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <limits>
 #include <unordered_map>
@@ -25,6 +26,7 @@ constexpr uint32_t kNoThread = std::numeric_limits<uint32_t>::max();
 // The frame of the stack of a thread the kernel switched out outside any
 // wait an interposer recorded (README: "Reading the trace").
 constexpr const char kOffCpuFrame[] = "[off-CPU outside an interposed call]";
+constexpr uint8_t kKindOffCpu = 0xff;  // kinds_: beside the WaitKinds
 // How far apart (ns) the kernel's switch times and the interposers' record
 // times may be and still describe the same moment.
 constexpr log::Tick kClockSlack = 50'000;
@@ -248,6 +250,24 @@ class Replay {
     std::unordered_map<uint32_t, std::deque<Tick>> by_tid;
   };
   std::vector<Ahead> ahead_;  // per file (kernel mode only)
+  // What the trace says about itself in strings no event refers to (Go's
+  // tools ignore them; gotrace report reads them): see WriteMeta.
+  struct FileMeta {
+    std::string sched = "infer";
+    uint64_t cpu_hz = 0;
+    std::string why;
+    std::vector<std::string> argv;
+    uint64_t dropped = 0;
+    uint64_t lost = 0;
+  };
+  std::vector<FileMeta> meta_;
+  std::unordered_map<uint64_t, uint8_t> kinds_;      // trace stack id of a block -> its kind
+  std::unordered_map<uint64_t, uint32_t> by_serial_;  // (file << 32 | serial) -> thread index
+  std::unordered_map<uint64_t, uint64_t> cpu_ns_;     // goid -> CPU time the kernel counted
+  void NoteKind(uint64_t stack, uint8_t kind) {
+    if (stack != 0) kinds_.emplace(stack, kind);
+  }
+  void WriteMeta();
   MinHeap heads_heap_;  // one item per stream with a valid head
   MinHeap ends_heap_;   // pending wait ends
   Tick now_ = 0;
@@ -317,6 +337,7 @@ Status Replay::Run() {
   Tick t0 = std::numeric_limits<Tick>::max();
   for (const auto& f : files) t0 = std::min(t0, f.header.start_ns);
   kernel_.assign(files.size(), 0);
+  meta_.assign(files.size(), FileMeta{});
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
     t0 = std::min(t0, st.first_ts);
@@ -328,6 +349,7 @@ Status Replay::Run() {
     }
     if (st.serial == log::kProcessSerial) continue;
     by_tid_[(uint64_t{st.file} << 32) | st.tid].push_back(s);
+    by_serial_[(uint64_t{st.file} << 32) | st.serial] = s;
     Thread& t = threads_[s];
     t.file = st.file;
     t.tid = st.tid;
@@ -385,6 +407,7 @@ Status Replay::Run() {
 
   EndOfTrace(std::max(now_, end_));
   stats_->end_ns = now_;
+  WriteMeta();
   if (checker_) {
     std::string e = checker_->Finish();
     if (!e.empty()) return Status::Error("internal error: invalid trace at the end: " + e);
@@ -555,6 +578,7 @@ void Replay::OnWait(Thread& t, uint32_t c, const Record& r) {
     Emit(c, go::kEvGoSysCall, {stk});  // short: the thread keeps its P
     return;
   }
+  NoteKind(stk, static_cast<uint8_t>(kind));
   if (kind == WaitKind::kSyscall) {
     Emit(c, go::kEvGoSysCall, {stk});
     Emit(c, go::kEvGoSysBlock, {});
@@ -672,8 +696,32 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
     }
     case log::kTraceEnd: {
       log::TraceEndFields e;
-      if (log::ParseTraceEnd(r, &e)) stats_->dropped_records += e.dropped_records;
+      if (log::ParseTraceEnd(r, &e)) {
+        stats_->dropped_records += e.dropped_records;
+        meta_[st.file].dropped += e.dropped_records;
+      }
       end_ = std::max(end_, r.ts);
+      return;
+    }
+    case log::kSchedInfo: {
+      log::SchedInfoFields si;
+      if (log::ParseSchedInfo(r, &si)) {
+        meta_[st.file].sched = si.source == log::kSchedKernel ? "kernel" : "infer";
+        meta_[st.file].cpu_hz = si.cpu_hz;
+        meta_[st.file].why = si.why;
+      }
+      return;
+    }
+    case log::kProcessInfo: {
+      log::ProcessInfoFields pi;
+      if (log::ParseProcessInfo(r, &pi)) meta_[st.file].argv = std::move(pi.argv);
+      return;
+    }
+    case log::kThreadCpu: {
+      log::ThreadCpuFields tc;
+      if (!log::ParseThreadCpu(r, &tc)) return;
+      auto it = by_serial_.find((uint64_t{st.file} << 32) | tc.serial);
+      if (it != by_serial_.end()) cpu_ns_[threads_[it->second].goid] = tc.ns;
       return;
     }
     default:
@@ -723,9 +771,79 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
     case log::kHeap:
       Emit(here, go::kEvHeapAlloc, {r.heap.bytes});
       break;
+    case log::kCpuTime:
+      cpu_ns_[t.goid] = r.cputime.ns;
+      break;
     default:
       break;
   }
+}
+
+// ---------------------------------------------------------------------------
+// The trace's notes about itself
+
+namespace {
+// Percent-encodes what is not a plain word character (values of key=value).
+std::string Pct(const std::string& v) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : v) {
+    if (std::isalnum(ch) || ch == '.' || ch == '_' || ch == '/' || ch == '-' || ch == ':' ||
+        ch == ',' || ch == '+') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
+}
+
+const char* KindWord(uint8_t k) {
+  if (k == kKindOffCpu) return "offcpu";
+  return log::WaitKindName(static_cast<WaitKind>(k));
+}
+}  // namespace
+
+// Strings in the string table that no event names: Go's tools ignore them,
+// `gotrace report` reads them (README, "Reading a trace without Go"):
+//   gotrace-meta:v1 pid=N sched=kernel|infer cpu_hz=N lost=N dropped=N cmd=.. why=..
+//   gotrace-kinds:v1 STACK=KIND ...   the wait behind each block event's stack
+//   gotrace-cpu:v1 G=NS ...           each goroutine's CPU time, by the kernel
+// Lists are cut into strings of at most ~900 bytes.
+void Replay::WriteMeta() {
+  const auto& files = logs_.files();
+  for (size_t f = 0; f < files.size(); ++f) {
+    const FileMeta& m = meta_[f];
+    std::string cmd;
+    for (const auto& a : m.argv) cmd += (cmd.empty() ? "" : " ") + a;
+    std::string line = "gotrace-meta:v1 pid=" + std::to_string(files[f].header.pid) +
+                       " sched=" + m.sched + " cpu_hz=" + std::to_string(m.cpu_hz) +
+                       " lost=" + std::to_string(m.lost) + " dropped=" + std::to_string(m.dropped);
+    if (!cmd.empty()) line += " cmd=" + Pct(cmd.size() > 600 ? cmd.substr(0, 600) : cmd);
+    if (!m.why.empty()) line += " why=" + Pct(m.why);
+    w_->String(line);
+  }
+  auto lists = [this](const char* head, auto&& items) {
+    std::string line = head;
+    for (const std::string& item : items) {
+      if (line.size() + item.size() + 1 > 900) {
+        w_->String(line);
+        line = head;
+      }
+      line += " " + item;
+    }
+    if (line.size() > std::string(head).size()) w_->String(line);
+  };
+  std::vector<std::string> kinds;
+  for (const auto& [stk, k] : kinds_) kinds.push_back(std::to_string(stk) + "=" + KindWord(k));
+  std::sort(kinds.begin(), kinds.end());
+  lists("gotrace-kinds:v1", kinds);
+  std::vector<std::string> cpu;
+  for (const auto& [goid, ns] : cpu_ns_) cpu.push_back(std::to_string(goid) + "=" + std::to_string(ns));
+  std::sort(cpu.begin(), cpu.end());
+  lists("gotrace-cpu:v1", cpu);
 }
 
 // ---------------------------------------------------------------------------
@@ -821,15 +939,19 @@ void Replay::SwitchOut(Thread& t, bool preempt) {
   }
   t.wait_switched = t.in_wait_k();
   if (t.wait_mode == kWaitSyscall) {
+    NoteKind(t.wait_stack, static_cast<uint8_t>(WaitKind::kSyscall));
     Emit(p, go::kEvGoSysBlock, {});
     t.st = TSt::kSyscall;
   } else if (t.wait_mode == kWaitBlocks) {
+    NoteKind(t.wait_stack, static_cast<uint8_t>(t.wait_kind));
     Emit(p, BlockEvent(t.wait_kind), {t.wait_stack});
     t.st = TSt::kBlocked;
   } else {
     // Off the CPU outside any wait an interposer recorded: an uninterposed
     // futex, a page fault that reads the disk, a raw syscall instruction.
-    Emit(p, go::kEvGoBlock, {stacks_->StartStack(t.file, 0, 0, kOffCpuFrame)});
+    const uint64_t off = stacks_->StartStack(t.file, 0, 0, kOffCpuFrame);
+    NoteKind(off, kKindOffCpu);
+    Emit(p, go::kEvGoBlock, {off});
     t.st = TSt::kBlocked;
     ++stats_->offcpu_blocks;
   }
@@ -879,6 +1001,7 @@ void Replay::OnKernelRecord(uint32_t file, uint32_t c, const Record& r) {
     }
     case log::kKernelLost:
       stats_->kernel_lost += r.lost.count;
+      meta_[file].lost += r.lost.count;
       return;
     default:
       return;

@@ -349,6 +349,16 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     if (r->in_use.load(std::memory_order_acquire) == 0 || r->s.log_gen != g.log_gen) continue;
     ++threads;
     events += CountEvents(r);
+    // Its CPU time so far: the running total the trace reports, exact
+    // whatever the timeline (a system call, async-signal-safe).
+    if (proc) {
+      const uint64_t ns = ThreadCpuNs(r->s.tid);
+      if (ns != 0) {
+        ProcReserve(log::ChunkWriter::VarRecordBound(2 * kMaxVarintBytes), true);
+        ProcWriter().ThreadCpu(sys::Ticks(), 0, r->s.serial, ns);
+        ProcCommit();
+      }
+    }
     log::SlotHeader* h = r->s.hdr();
     const uint32_t kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);
     const void* frame = r->wait_frame;

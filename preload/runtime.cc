@@ -713,6 +713,25 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   return r;
 }
 
+void RecordProcessInfo(int argc, char** argv) {
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || argv == nullptr || argc < 0) return;
+  // (A log with slots too small for it goes without: GOTRACE_BUFFER_KB=4.)
+  constexpr size_t kNeed = log::ChunkWriter::VarRecordBound(log::ChunkWriter::ProcessInfoBound());
+  if (kNeed + 512 > g.slot_bytes - log::kSlotHeaderBytes) return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  char exe[1024];
+  const long n = sys::Readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
+  ProcLock lock;
+  ProcReserve(kNeed, false);
+  if (!ProcWriter().Fits(kNeed)) return;
+  ProcWriter().ProcessInfo(sys::Ticks(), 0, static_cast<uint64_t>(sys::GetPPid()),
+                           g.descendant ? 1 : 0, exe, argv, static_cast<size_t>(argc), scratch);
+  ProcCommit();
+}
+
 void RegisterMainThread() {
   if (t_state.rec != nullptr || g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
@@ -743,6 +762,7 @@ void FinishCurrentThread() {
   t_state.status = kThreadExited;
   if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
     RecordOwnName(r);
+    RecordCpuTime(r, sys::Ticks(), sys::CurrentCpu());
     if (Reserve(r, log::kMaxFixedRecordBytes + 64)) {
       r->s.w.ThreadEnd(sys::Ticks(), sys::CurrentCpu());
       Commit(r);
@@ -881,6 +901,22 @@ WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, cons
   t0_ = sys::Ticks();
   stack_ = CaptureStack(s, frame, t0_);
   PublishWait(rec_, kind, cpu0_, stack_, obj, aux, 0, t0_, frame);
+}
+
+uint64_t ThreadCpuNs(uint32_t tid) {
+  // The kernel's per-thread CPU clock of any thread of this process:
+  // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) (include/linux/posix-timers.h).
+  const long clock = static_cast<long>((~static_cast<uint64_t>(tid) << 3) | 6);
+  struct timespec ts {};
+  if (sys::Syscall6(SYS_clock_gettime, clock, reinterpret_cast<long>(&ts)) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void RecordCpuTime(ThreadRec* r, Tick ts, uint32_t cpu) {
+  const uint64_t ns = ThreadCpuNs(r->s.tid);
+  if (ns == 0 || !Reserve(r, log::kMaxFixedRecordBytes)) return;
+  r->s.w.CpuTime(ts, cpu, ns);
+  Commit(r);
 }
 
 void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
