@@ -269,6 +269,12 @@ int CmdDump(int argc, char** argv) {
           std::printf("\n");
           break;
         }
+        case log::kThreadCpu: {
+          log::ThreadCpuFields tc;
+          if (!log::ParseThreadCpu(r, &tc)) { std::printf("ThreadCpu (malformed)\n"); break; }
+          std::printf("ThreadCpu serial=%u ns=%" PRIu64 "\n", tc.serial, tc.ns);
+          break;
+        }
         case log::kSchedInfo: {
           log::SchedInfoFields si;
           if (!log::ParseSchedInfo(r, &si)) { std::printf("SchedInfo (malformed)\n"); break; }

@@ -126,7 +126,7 @@
 //       timeline is inferred.
 //   kExitStatus    status                             (process stream)
 //       How this image ended, in wait(2) form: exit code << 8, or the
-//       terminating signal.
+//       terminating signal; kExitExec: it exec'd another program.
 //   kChildExit     pid status                         (thread streams)
 //       A wait/waitpid of this thread reaped child pid with status.
 //   kTaskEnd       task stack                         (thread streams)
@@ -305,6 +305,7 @@ enum class FdClass : uint8_t {
 inline constexpr uint64_t kWaitOpen = 1;         // kWait flags
 inline constexpr unsigned kWaitFdClassShift = 4;
 
+inline constexpr uint64_t kExitExec = uint64_t{1} << 32;  // kExitStatus: replaced by exec
 inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
 inline constexpr uint64_t kSwitchPreempt = 2;
 

@@ -40,6 +40,7 @@ void ReadConfig(Config* c) {
   if ((v = getenv("GOTRACE_DISABLE")) && Truthy(v)) c->enabled = false;
   if ((v = getenv("GOTRACE_QUIET"))) c->quiet = Truthy(v);
   if ((v = getenv("GOTRACE_KEEP_LOG"))) c->keep_log = Truthy(v);
+  if ((v = getenv("GOTRACE_DEFER"))) c->defer = Truthy(v);
   if ((v = getenv("GOTRACE_FOLLOW")) && *v) c->follow = Truthy(v);
   if ((v = getenv("GOTRACE_CRASH")) && *v) c->crash = Truthy(v);
   if ((v = getenv("GOTRACE_FLUSH_MS")) && *v) {

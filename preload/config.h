@@ -33,6 +33,7 @@ struct Config {
   bool enabled = true;
   bool quiet = false;
   bool keep_log = false;
+  bool defer = false;                    // leave the log for the launcher to encode (GOTRACE_DEFER)
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
   uint32_t flush_ms = 50;                // the flusher's period: kernel records, clock (0: no flusher)

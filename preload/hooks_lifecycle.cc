@@ -14,6 +14,7 @@
 // at exit.
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -29,6 +30,27 @@
 
 using namespace gotrace;
 
+namespace {
+
+int (*g_main)(int, char**, char**);
+
+// The exit status of exit() and of a return from main, for the log's
+// kExitStatus: on_exit's handlers are given it, atexit's are not. It must
+// be registered after the loader's own exit handler (rtld_fini, which runs
+// the static destructors and our destructor, where the trace is written),
+// so that it runs before it: that is, here, once __libc_start_main has
+// registered rtld_fini and calls main.
+void RecordExitStatus(int status, void*) {
+  gotrace::SetExitStatus(static_cast<uint64_t>(status & 0xff) << 8);
+}
+
+int MainWithStatus(int argc, char** argv, char** envp) {
+  on_exit(RecordExitStatus, nullptr);
+  return g_main(argc, argv, envp);
+}
+
+}  // namespace
+
 // Called once by the executable's _start (any of its symbol versions binds
 // here: an unversioned definition satisfies a versioned reference).
 GT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
@@ -40,6 +62,10 @@ GT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char
   auto real = real::libc_start_main;
   if (real == nullptr) {
     real = reinterpret_cast<decltype(real)>(dlsym(RTLD_NEXT, "__libc_start_main"));
+  }
+  if (g.phase.load(std::memory_order_acquire) == Phase::kReady && main != nullptr) {
+    g_main = main;
+    main = MainWithStatus;
   }
   return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
@@ -212,13 +238,21 @@ GT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_
 // --- exits that skip atexit -------------------------------------------------------
 
 GT_EXPORT void _exit(int status) {
+  if (!gotrace::IsVforkChild()) gotrace::SetExitStatus(static_cast<uint64_t>(status & 0xff) << 8);
   gotrace::FinishProcess();  // a vfork child passes straight through
   GT_REAL(_exit)(status);
   __builtin_unreachable();
 }
 GT_EXPORT void _Exit(int status) {
+  if (!gotrace::IsVforkChild()) gotrace::SetExitStatus(static_cast<uint64_t>(status & 0xff) << 8);
   gotrace::FinishProcess();
   GT_REAL(_Exit)(status);
+  __builtin_unreachable();
+}
+// quick_exit's handlers (at_quick_exit: ours writes the trace) get no status.
+GT_EXPORT void quick_exit(int status) {
+  if (!gotrace::IsVforkChild()) gotrace::SetExitStatus(static_cast<uint64_t>(status & 0xff) << 8);
+  GT_REAL(quick_exit)(status);
   __builtin_unreachable();
 }
 

@@ -430,29 +430,63 @@ GT_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags) {
 
 // --- children and signals ------------------------------------------------------------
 
+// The wait family also records which child ended and how (kChildExit), for
+// the run index of a launcher: a killed process cannot say it itself. A
+// caller that passes no status pointer gets the status read into ours
+// (the kernel writes it either way; the caller sees no difference).
+namespace {
+template <typename Call>
+pid_t OnChildWait(const void* frame, uint64_t obj, int* status, Call call) {
+  HookScope scope(kGroupIo);
+  int own = 0;
+  int* st = status != nullptr ? status : &own;
+  if (!scope.active()) return call(status);
+  SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, obj, SYS_wait4, frame);
+  const pid_t r = call(st);
+  const int saved = errno;
+  rec.End();
+  if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) RecordChildExit(scope, r, *st);
+  errno = saved;
+  return r;
+}
+}  // namespace
+
 GT_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   GT_OR_MISSING(waitpid, pid_t);
-  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(pid), SYS_wait4,
-                [&] { return real_waitpid(pid, status, options); });
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status,
+                     [&](int* st) { return real_waitpid(pid, st, options); });
 }
 GT_EXPORT pid_t wait(int* status) {
   GT_OR_MISSING(wait, pid_t);
-  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_wait4, [&] { return real_wait(status); });
+  return OnChildWait(GT_FRAME(), 0, status, [&](int* st) { return real_wait(st); });
 }
 GT_EXPORT pid_t wait3(int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait3, pid_t);
-  return OnWait(GT_FRAME(), WaitKind::kSyscall, 0, SYS_wait4,
-                [&] { return real_wait3(status, options, ru); });
+  return OnChildWait(GT_FRAME(), 0, status, [&](int* st) { return real_wait3(st, options, ru); });
 }
 GT_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait4, pid_t);
-  return OnWait(GT_FRAME(), WaitKind::kSyscall, static_cast<uint64_t>(pid), SYS_wait4,
-                [&] { return real_wait4(pid, status, options, ru); });
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status,
+                     [&](int* st) { return real_wait4(pid, st, options, ru); });
 }
 GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
   GT_OR_MISSING(waitid, int);
-  return OnWait(GT_FRAME(), WaitKind::kSyscall, id, SYS_waitid,
-                [&] { return real_waitid(type, id, info, options); });
+  HookScope scope(kGroupIo);
+  if (!scope.active()) return real_waitid(type, id, info, options);
+  SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, id, SYS_waitid, GT_FRAME());
+  const int r = real_waitid(type, id, info, options);
+  const int saved = errno;
+  rec.End();
+  // WNOWAIT leaves the child to be reaped later: that wait records it.
+  if (r == 0 && info != nullptr && info->si_pid > 0 && !(options & WNOWAIT)) {
+    int st = -1;
+    if (info->si_code == CLD_EXITED) st = (info->si_status & 0xff) << 8;
+    else if (info->si_code == CLD_KILLED) st = info->si_status & 0x7f;
+    else if (info->si_code == CLD_DUMPED) st = (info->si_status & 0x7f) | 0x80;
+    if (st >= 0) RecordChildExit(scope, info->si_pid, st);
+  }
+  errno = saved;
+  return r;
 }
 GT_EXPORT int sigwait(const sigset_t* set, int* sig) {
   GT_OR_MISSING(sigwait, int);

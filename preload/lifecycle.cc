@@ -393,6 +393,14 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
   }
   kernel::Drain(true);
   if (proc) {
+    const uint64_t status = g.exit_status.load(std::memory_order_acquire);
+    if (status != 0) {
+      ProcReserve(log::kMaxFixedRecordBytes, true);
+      ProcWriter().ExitStatus(sys::Ticks(), 0, status & ~kExitKnown);
+      ProcCommit();
+    }
+  }
+  if (proc) {
     if (!in_signal_handler) RescanLocked(false, false, true);  // dl_iterate_phdr is not AS-safe
     ProcReserve(128, true);
     AppendClockSync(&ProcWriter(), sys::CurrentCpu());
@@ -551,10 +559,12 @@ void Finalize(bool for_exec) {
     return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
+  if (for_exec) SetExitStatus(log::kExitExec);
   const bool events = FlushEverything(false, for_exec || g.forked_image);
-  if (!events && (for_exec || g.descendant)) {
-    // A child that only exec'd or exited (a fork on its way to exec, a
-    // failed exec's _exit): nothing worth a file of its own.
+  // A fork on its way to exec (or a failed exec's _exit): nothing of its
+  // own. Under a launcher that encodes later (GOTRACE_DEFER) any other
+  // process's log stays, also a quiet one: the run's index lists it.
+  if (!events && (for_exec || g.descendant) && !(g.config.defer && !g.forked_image)) {
     sys::Unlink(g.log_path);
     return;
   }
@@ -563,6 +573,20 @@ void Finalize(bool for_exec) {
     if (!TracePath(true, out, sizeof out)) return;
   } else {
     sys::Line(out, sizeof out).Str(g.out_path);
+  }
+  if (g.config.defer) {
+    // The launcher encodes every log of the run once the program is gone
+    // (with one symbol cache, on every CPU): the log is all this process
+    // writes. It carries its trace's name: OUT.gtlog.
+    if (for_exec) {
+      char log[1200];
+      sys::Line(log, sizeof log).Str(out).Str(".gtlog");
+      if (sys::Syscall6(SYS_renameat2, -100, reinterpret_cast<long>(g.log_path), -100,
+                        reinterpret_cast<long>(log), RENAME_NOREPLACE) == 0) {
+        sys::Line(g.log_path, sizeof g.log_path).Str(log);
+      }
+    }
+    return;
   }
   RaiseFdLimit fds;
   // Only the root's last image speaks; tracewrap lists the others.
@@ -643,8 +667,13 @@ void CrashFlush(int sig, bool in_handler) {
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
+  if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));  // it dies of the signal
   t_state.depth += kTracerDepth;
   FlushEverything(true);
+  if (g.config.defer) {  // the launcher encodes the log and says what happened
+    t_state.depth -= kTracerDepth;
+    return;
+  }
   char buf[1400];
   sys::Line m(buf, sizeof buf);
   const bool crash = IsCrashSignal(sig);

@@ -201,6 +201,7 @@ int __openat64_2(int fd, const char* file, int oflag);
   X(posix_spawnp, nullptr, false)                                 \
   X(_exit, nullptr, false)                                        \
   X(_Exit, nullptr, false)                                        \
+  X(quick_exit, nullptr, false)                                   \
   X(sigaction, nullptr, false)                                    \
   X(signal, nullptr, false)                                       \
   X(dlclose, nullptr, true)

@@ -964,6 +964,16 @@ void RecordCreate(const HookScope& s, Tick t, uint32_t cpu, uint64_t create_id, 
   }
 }
 
+void RecordChildExit(const HookScope& s, long pid, int status) {
+  if (!s.active() || pid <= 0) return;
+  ThreadRec* r = s.rec();
+  if (Reserve(r, log::kMaxFixedRecordBytes)) {
+    r->s.w.ChildExit(sys::Ticks(), sys::CurrentCpu(), static_cast<uint64_t>(pid),
+                     static_cast<uint32_t>(status));
+    Commit(r);
+  }
+}
+
 void RecordHeap(uint64_t live_bytes) {
   const uint32_t bind = g.bind.load(std::memory_order_relaxed);
   if (bind == 0 || t_state.depth != 0) return;

@@ -151,6 +151,9 @@ struct Globals {
   // or it would keep a process whose main thread called pthread_exit alive.
   std::atomic<int> app_threads{1};
   std::atomic<uintptr_t> main_pc{0};
+  // How this image ends (kExitStatus), known before the final flush:
+  // wait(2)-style status | kExitKnown; 0 while unknown.
+  std::atomic<uint64_t> exit_status{0};
   char log_path[1100] = {0};
   char out_path[1100] = {0};
   char cwd[1024] = {0};
@@ -379,6 +382,15 @@ int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real);
 void RegisterMainThread();
 // Who this process is (its command line, for run indexes): kProcessInfo.
 void RecordProcessInfo(int argc, char** argv);
+// How this image is ending, in wait(2) form (or log::kExitExec), for the
+// final flush's kExitStatus. The first one set wins.
+inline constexpr uint64_t kExitKnown = uint64_t{1} << 40;
+inline void SetExitStatus(uint64_t status) {
+  uint64_t unknown = 0;
+  g.exit_status.compare_exchange_strong(unknown, status | kExitKnown, std::memory_order_acq_rel);
+}
+// A wait for a child that reaped it (pid > 0, status in wait(2) form).
+void RecordChildExit(const HookScope& s, long pid, int status);
 // Called by the pthread key destructor on the thread's last TSD round.
 void FinishCurrentThread();
 // Re-reads the module list (after dlopen / dlclose).

