@@ -315,9 +315,10 @@ void Drain(bool final) {
   const uint64_t limit = final ? ~uint64_t{0} : sys::MonotonicNs() - kHoldBackNs;
   for (int i = 0; i < g_nrings; ++i)
     g_rings[i].head = __atomic_load_n(&g_rings[i].meta()->data_head, __ATOMIC_ACQUIRE);
-  // Each ring is in time order: merge them.
-  uint64_t next[kMaxCpus];
-  bool have[kMaxCpus];
+  // Each ring is in time order: merge them. (Static, under the lock: 9 KiB
+  // of stack would cost page faults in every process.)
+  static uint64_t next[kMaxCpus];
+  static bool have[kMaxCpus];
   for (int i = 0; i < g_nrings; ++i) have[i] = PeekTime(g_rings[i], &next[i]);
   for (;;) {
     int best = -1;

@@ -253,7 +253,41 @@ void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
 // line says why and how to allow them: in the first process of the run
 // only (a build would otherwise print it once per compiler), unless
 // GOTRACE_SCHED=kernel asked for them.
+//
+// With GOTRACE_SCHED=auto they start when the process creates its second
+// thread (before it exists, so that it inherits them) or has been
+// recording for 10 ms, whichever comes first: opening them and their ring
+// buffers costs a few tenths of a millisecond, and a shell script's short
+// commands, one thread and a few milliseconds each, gain nothing from them.
+std::atomic<bool> g_kernel_tried{false};
+void StartKernelSched();
+
+// At the start of a log: GOTRACE_SCHED=kernel and infer decide now; auto
+// notes that the timeline is inferred until the kernel's records start
+// (the note that comes with them replaces it).
+void NoteKernelSchedLater() {
+  g_kernel_tried.store(false);
+  if (g.config.sched != SchedMode::kAuto) {
+    StartKernelSched();
+    return;
+  }
+  static const char kWhy[] = "not started: one thread, shorter than 10 ms";
+  ProcLock lock;
+  ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(sizeof kWhy)), false);
+  ProcWriter().SchedInfo(sys::Ticks(), 0, log::kSchedInfer, 0, std::string_view(kWhy, sizeof kWhy - 1));
+  ProcCommit();
+}
+
+void MaybeStartKernelSched() {
+  if (g.config.sched != SchedMode::kAuto || g_kernel_tried.load(std::memory_order_relaxed)) return;
+  if (g_kernel_tried.exchange(true)) return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  StartKernelSched();
+}
+
 void StartKernelSched() {
+  g_kernel_tried.store(true);
   const char* why = nullptr;
   int err = 0;
   const bool on = g.config.sched != SchedMode::kInfer && kernel::Open(g.config, &why, &err);
@@ -917,7 +951,7 @@ void AtForkChild() {
   g_flusher_retired.store(false);
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
   if (!DepotInit() || !StartLog()) return;
-  StartKernelSched();
+  NoteKernelSchedLater();
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                             log::kThreadMain | log::kThreadExisted);
 }
@@ -1002,7 +1036,7 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
-  StartKernelSched();
+  NoteKernelSchedLater();
   // System calls shorter than 1 us (or the block threshold, if lower) record
   // no stack. The frequency estimate is rough this early; these are
   // thresholds.
@@ -1073,8 +1107,15 @@ void MaybeStartFlusher() {
 }
 
 void AppThreadCreating() {
+  // Before the new thread exists: it inherits the kernel's events.
+  MaybeStartKernelSched();
   g.app_threads.fetch_add(1, std::memory_order_acq_rel);
   MaybeStartFlusher();
+}
+
+void KernelSchedTick(uint64_t now) {
+  if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1)
+    MaybeStartKernelSched();
 }
 
 void AppThreadCreateFailed() { AppThreadEnded(nullptr); }

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace gotrace {
 
@@ -20,6 +21,9 @@ void MaybeStartFlusher();
 // Whether the flusher thread runs (it reads the kernel's records; without
 // it, recording threads do, see ClockSyncSlow).
 bool FlusherRunning();
+// Every 10 ms of a thread's recording (ClockSyncSlow): with GOTRACE_SCHED=
+// auto, a one-thread process's kernel records start once it has run 10 ms.
+void KernelSchedTick(uint64_t now_ticks);
 // The program's threads: AppThreadCreating() before pthread_create (then
 // AppThreadCreateFailed() if it fails), AppThreadStarted() first thing in the
 // new thread. The count drops when a thread ends by any means (a

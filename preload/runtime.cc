@@ -108,7 +108,7 @@ ThreadRec* AllocRec() {
     g_pool_used.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
-  ThreadRec* r = new (Slot(i)) ThreadRec();
+  ThreadRec* r = new (Slot(i)) ThreadRec;  // default-init: see ThreadRec::stack_cache
   r->index = i;
   r->s.window = reinterpret_cast<uint8_t*>(r) + g_rec_bytes;
   return r;
@@ -149,7 +149,11 @@ bool GrowFile(uint64_t need) {
   if (have < need) {
     // Steps of 1 MiB (at least one slot, at most 16): few system calls, and
     // little allocated ahead of a process that records little.
-    const uint64_t step = std::max<uint64_t>(1, std::min<uint64_t>(16, (1u << 20) / g.slot_bytes));
+    // Doubling from one slot up to 1 MiB a step: a short process uses two
+    // or three slots, and a large fallocate, and the truncation that gives
+    // it back at exit, cost a tenth of a millisecond each here.
+    const uint64_t step = std::max<uint64_t>(
+        1, std::min<uint64_t>(have, std::min<uint64_t>(16, (1u << 20) / g.slot_bytes)));
     uint64_t want = std::max(need, have + step);
     if (want > g.max_slots) want = std::max(need, g.max_slots);
     const int fd = __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE);
@@ -223,9 +227,15 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
     const int64_t slot = NewSlot();
     ok = slot >= 0;
     if (ok) {
+      const int fd = __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE);
+      const uint64_t at = log::kSlotsOffset + uint64_t(slot) * g.slot_bytes;
+      // The slot's first page into the page cache first: the page fault
+      // that maps it then finds it there (a fault that has to read it costs
+      // 50 us here, a 4 KiB pwrite 5).
+      static const uint8_t kZeroPage[4096] = {};
+      (void)sys::PwriteAll(fd, kZeroPage, sizeof kZeroPage, at);
       const long m = sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
-                               MAP_SHARED | MAP_FIXED, __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE),
-                               static_cast<long>(log::kSlotsOffset + uint64_t(slot) * g.slot_bytes));
+                               MAP_SHARED | MAP_FIXED, fd, static_cast<long>(at));
       ok = m == reinterpret_cast<long>(s->window);
       if (ok) {
         s->log_gen = g.log_gen;
@@ -310,6 +320,7 @@ bool StreamSpill(SlotStream* s, bool final_flush) {
 // Gives back the slots the file was grown by but never used.
 void TruncateLog() {
   const uint64_t used = g.next_slot.load(std::memory_order_acquire);
+  if (g.file_slots.load(std::memory_order_acquire) <= used) return;  // nothing to give back
   const uint64_t len = log::kSlotsOffset + used * g.slot_bytes;
   if (sys::Syscall6(SYS_ftruncate, __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE),
                     static_cast<long>(len)) == 0) {
@@ -787,6 +798,7 @@ void ClockSyncSlow(ThreadRec* r) {
     AppendClockSync(&r->s.w, sys::CurrentCpu());
     r->s.w.PublishSize();
   }
+  KernelSchedTick(t);
   // A program without the flusher thread (one thread: see
   // MaybeStartFlusher) has its kernel records read here, every 10 ms of
   // its recording.

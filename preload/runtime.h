@@ -86,8 +86,13 @@ struct ThreadRec {
   // blocked in a system call from it.
   const void* wait_frame = nullptr;
   Tick next_sync = 0;  // after this tick, the next record is followed by a clock sync
-  StackCacheEntry stack_cache[kStackCacheWays]{};
   uint32_t unw_gen = 0;  // libunwind: this thread's frame cache generation (0: none)
+  // Last, so that the fields above share one page. Not value-initialised:
+  // a fresh record's memory is zero already (mmap), and zeroing 8 KiB cost
+  // every process three page faults (12 us each on the VM measured). A
+  // reused record's entries stay valid: a stack id stands for the same PCs
+  // in the same epoch for the whole process.
+  StackCacheEntry stack_cache[kStackCacheWays];
 };
 
 // The single per-thread state: POD, initial-exec TLS (G4, H23).
