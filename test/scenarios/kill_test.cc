@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -143,12 +144,18 @@ KillRun RunAndKill(const TempDir& dir, const std::string& out, const std::vector
 }
 
 // Player 0's writes in the trace (GoSysCall or GoBlockNet of a goroutine
-// other than main's), in order: one per "t" line it printed.
+// other than main's), in order: one per "t" line it printed. With the
+// kernel's switches, a write that goes off the CPU is a GoSysCall and then,
+// at the switch-out, a GoBlockNet: one write, counted once.
 std::vector<int64_t> PlayerWrites(const ParsedTrace& t, const KillRun& k) {
   std::vector<int64_t> w;
-  for (const GoEvent& e : t.events)
-    if ((e.name == "GoSysCall" || e.name == "GoBlockNet") && e.g != static_cast<uint64_t>(k.pid))
-      w.push_back(e.ts);
+  std::map<uint64_t, bool> in_syscall;  // g -> its last event was a GoSysCall
+  for (const GoEvent& e : t.events) {
+    if (e.g == static_cast<uint64_t>(k.pid)) continue;
+    bool& sys = in_syscall[e.g];
+    if (e.name == "GoSysCall" || (e.name == "GoBlockNet" && !sys)) w.push_back(e.ts);
+    sys = e.name == "GoSysCall";
+  }
   return w;
 }
 
