@@ -11,7 +11,11 @@
 
 namespace gotrace {
 
-enum class UnwindMode : uint8_t { kFp, kLibunwind, kNone };
+// kAuto: DWARF CFI where the code has it, frame pointers where it does not
+// (unwind/cfi_unwind.h). kFp: frame pointers only. kLibunwind: libunwind's
+// unw_backtrace (unwind/libunwind_unwind.h). Every mode ends a stack at the
+// first return address outside executable code.
+enum class UnwindMode : uint8_t { kFp, kLibunwind, kNone, kAuto };
 
 // Interposer groups (GOTRACE_EVENTS).
 enum EventGroup : uint32_t {
@@ -29,7 +33,7 @@ struct Config {
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
   uint32_t flush_ms = 200;               // write buffers older than this (0: only when full)
-  UnwindMode unwind = UnwindMode::kFp;
+  UnwindMode unwind = UnwindMode::kAuto;
   uint32_t depth = 64;                   // frames per stack, 1..128
   uint32_t events = kGroupAll;
   uint32_t buffer_kb = 64;               // per-thread buffer

@@ -844,9 +844,9 @@ __attribute__((constructor(101))) void Init() {
     if (!unwind::LibunwindInit(&why)) {
       char buf[256];
       sys::Line l(buf, sizeof buf);
-      l.Str("GOTRACE_UNWIND=libunwind: ").Str(why).Str("; using frame pointers");
+      l.Str("GOTRACE_UNWIND=libunwind: ").Str(why).Str("; using GOTRACE_UNWIND=auto");
       sys::Log(l.c_str());
-      g.config.unwind = UnwindMode::kFp;
+      g.config.unwind = UnwindMode::kAuto;
     }
   }
   // Without this key the flusher could not tell when the program's threads
