@@ -17,15 +17,24 @@ inline bool ReadStack(FpBounds b, uintptr_t a, uintptr_t* v) {
 }
 
 struct Lookup {
+  uint32_t gen;  // the code map's generation when the walk began
   CodeMemo memo;
   bool stale_map = false;
 };
 
+// A row-cache miss: decode pc's row from its object's tables (and cache it).
+__attribute__((noinline)) bool RowForSlow(const UnwindContext& cx, uintptr_t pc, UnwindRow* row,
+                                          Lookup* lk);
+
 // The row for return address pc. False if pc is not code.
-bool RowFor(const UnwindContext& cx, uintptr_t pc, UnwindRow* row, Lookup* lk) {
-  const uint32_t gen = cx.code->generation();
-  if (cx.rows->Find(pc, gen, row)) return true;
+inline bool RowFor(const UnwindContext& cx, uintptr_t pc, UnwindRow* row, Lookup* lk) {
+  if (cx.rows->Find(pc, lk->gen, row)) return true;
+  return RowForSlow(cx, pc, row, lk);
+}
+
+bool RowForSlow(const UnwindContext& cx, uintptr_t pc, UnwindRow* row, Lookup* lk) {
   if (!cx.code->IsCode(pc, &lk->memo)) return false;
+  const uint32_t gen = lk->gen;
   *row = UnwindRow{};
   row->kind = UnwindRow::kNoCfi;
   CodeMap::ModuleReadScope scope(*cx.code);
@@ -112,7 +121,7 @@ bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* 
 WalkResult AutoWalk(const UnwindContext& cx, const Regs& start, FpBounds b, uint64_t* pcs,
                     size_t max) {
   WalkResult res;
-  Lookup lk;
+  Lookup lk{cx.code->generation(), CodeMemo{}, false};
   UnwindRow row;
   if (max == 0) {
     res.end = WalkEnd::kDepth;
@@ -198,12 +207,14 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
   // a range the walk relied on could then be stale. Walk again; twice in a
   // row means the program is loading and unloading without pause, and the
   // second walk's answer is kept (each of its PCs was code when checked).
+  // Likewise if code was unloaded meanwhile: the walk used rows of the
+  // generation it began with.
   WalkResult res;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const uint32_t v = cx.code->version();
+    const uint32_t v = cx.code->version(), gen = cx.code->generation();
     res = mode == WalkMode::kAuto && CfiSupported() ? AutoWalk(cx, start, b, pcs, max)
                                                      : FpWalk(cx, start, b, pcs, max);
-    if (cx.code->version() == v) break;
+    if (cx.code->version() == v && cx.code->generation() == gen) break;
   }
   return res;
 }

@@ -173,10 +173,9 @@ const CodeRange* CodeMap::Find(const Snapshot& s, uintptr_t pc) {
   return pc < Ld(r.hi) ? &r : nullptr;
 }
 
-bool CodeMap::IsCode(uintptr_t pc, CodeMemo* memo) const {
+bool CodeMap::IsCodeSlow(uintptr_t pc, CodeMemo* memo) const {
   for (int attempt = 0; attempt < 4; ++attempt) {
     const uint32_t v = version_.load(std::memory_order_acquire);
-    if (memo != nullptr && memo->version == v && pc >= memo->lo && pc < memo->hi) return true;
     const Snapshot& s = snap_[v & 1];
     const CodeRange* r = Find(s, pc);
     uintptr_t lo = 0, hi = 0;

@@ -90,7 +90,13 @@ class CodeMap {
                   size_t nmodules);
 
   // Whether pc lies in an executable segment. Lock-free, async-signal-safe.
-  bool IsCode(uintptr_t pc, CodeMemo* memo = nullptr) const;
+  // With a memo, a PC in the range that matched last costs one load.
+  bool IsCode(uintptr_t pc, CodeMemo* memo = nullptr) const {
+    if (memo != nullptr && pc >= memo->lo && pc < memo->hi &&
+        version_.load(std::memory_order_acquire) == memo->version)
+      return true;
+    return IsCodeSlow(pc, memo);
+  }
 
   // Copies the object whose executable segment holds pc. False if none, or
   // if the map moved while it was read.
@@ -138,6 +144,7 @@ class CodeMap {
   // Finds the range holding pc in snapshot s (read with relaxed loads: the
   // writer may be rewriting it; the caller validates the version).
   static const CodeRange* Find(const Snapshot& s, uintptr_t pc);
+  bool IsCodeSlow(uintptr_t pc, CodeMemo* memo) const;
   void Publish(Snapshot& next);
 
   Snapshot snap_[2];

@@ -32,21 +32,6 @@ bool RowCache::Init(unsigned log2_entries) {
   return true;
 }
 
-bool RowCache::Find(uintptr_t pc, uint32_t gen, UnwindRow* row) const {
-  const Entry* t = entries_.load(std::memory_order_acquire);
-  if (t == nullptr) return false;
-  const Entry& e = t[Index(pc)];
-  const uint32_t s0 = e.seq.load(std::memory_order_acquire);
-  if ((s0 & 1) != 0) return false;
-  const uint64_t epc = e.pc.load(std::memory_order_relaxed);
-  const uint32_t egen = e.gen.load(std::memory_order_relaxed);
-  uint64_t w[2] = {e.row[0].load(std::memory_order_relaxed), e.row[1].load(std::memory_order_relaxed)};
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (e.seq.load(std::memory_order_relaxed) != s0 || epc != pc || egen != gen) return false;
-  std::memcpy(row, w, sizeof *row);
-  return row->kind != 0;
-}
-
 void RowCache::Insert(uintptr_t pc, uint32_t gen, const UnwindRow& row) {
   Entry* t = entries_.load(std::memory_order_acquire);
   if (t == nullptr) return;

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "unwind/cfi.h"
 
@@ -31,7 +32,25 @@ class RowCache {
   // misses).
   bool Init(unsigned log2_entries);
 
-  bool Find(uintptr_t pc, uint32_t gen, UnwindRow* row) const;
+  // The row cached for pc under generation gen. Lock-free, async-signal-safe.
+  bool Find(uintptr_t pc, uint32_t gen, UnwindRow* row) const {
+    const Entry* t = entries_.load(std::memory_order_acquire);
+    if (t == nullptr) return false;
+    const Entry& e = t[Index(pc)];
+    const uint32_t s0 = e.seq.load(std::memory_order_acquire);
+    const uint64_t epc = e.pc.load(std::memory_order_relaxed);
+    const uint32_t egen = e.gen.load(std::memory_order_relaxed);
+    const uint64_t w0 = e.row[0].load(std::memory_order_relaxed);
+    const uint64_t w1 = e.row[1].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // An odd sequence is an entry being written; a moved one was rewritten
+    // while we read it.
+    if ((s0 & 1) != 0 || e.seq.load(std::memory_order_relaxed) != s0 || epc != pc || egen != gen)
+      return false;
+    const uint64_t w[2] = {w0, w1};
+    std::memcpy(row, w, sizeof *row);
+    return row->kind != 0;
+  }
   void Insert(uintptr_t pc, uint32_t gen, const UnwindRow& row);
 
  private:
