@@ -50,6 +50,7 @@
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
+#include "unwind/code_map.h"
 #include "unwind/libunwind_unwind.h"
 
 namespace gotrace {
@@ -755,6 +756,9 @@ void AtExit() { Finalize(false); }
 // it starts a log of its own; the flusher (a thread, lost in the fork) is
 // restarted lazily by the first spill.
 void AtForkChild() {
+  // Module reads and unloads in progress in the parent's other threads
+  // ended with the fork: none holds the child's dlclose back.
+  unwind::ProcessCode().AfterFork();
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   g.phase.store(Phase::kDisabled, std::memory_order_release);
   sys::Close(g.log_fd);  // the parent's

@@ -671,7 +671,8 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
       // stale map is one that a dlclose left unchecked. Either way: rebuild
       // and walk again, once, never waiting for the lock (a holder may be
       // waiting for the loader lock this thread holds, H21).
-      const bool new_code = w.end == unwind::WalkEnd::kNotCode && unwind::LoaderKnows(w.bad_pc);
+      const bool new_code = w.end == unwind::WalkEnd::kNotCode &&
+                            unwind::LoaderHasNewObjectAt(unwind::ProcessCode(), w.bad_pc);
       if (attempt > 0 || (!new_code && !w.stale_map)) break;
       ProcLock lock{ProcLock::Try{}};
       if (!lock.held()) break;

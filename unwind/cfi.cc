@@ -124,7 +124,7 @@ class Cursor {
       case 0: break;
       case kPePcrel: v += field; break;
       case kPeDatarel:
-        if (datarel == 0) ok_ = false;
+        if (datarel == 0 && !skip_only) ok_ = false;
         v += datarel;
         break;
       default:
@@ -237,11 +237,12 @@ struct State {
 };
 
 // The rule of reg, if it is one a stack walk needs (the others are parsed
-// and dropped).
+// and dropped): the frame pointer's, or the return address column's (the
+// CIE names it; kDwRa for everything compilers emit).
 template <class S>
-auto Track(S* s, uint64_t reg) -> decltype(&s->fp) {
+auto Track(S* s, uint64_t reg, uint64_t ra_column) -> decltype(&s->fp) {
+  if (reg == ra_column) return &s->ra;
   if (reg == kDwFp) return &s->fp;
-  if (reg == kDwRa) return &s->ra;
   return nullptr;
 }
 
@@ -275,13 +276,13 @@ bool Run(Cursor c, const Cie& cie, uintptr_t loc, uintptr_t target, const State*
   State stack[kMaxRememberDepth];
   int depth = 0;
   auto restore = [&](uint64_t reg) {
-    RegState* r = Track(s, reg);
+    RegState* r = Track(s, reg, cie.ra_reg);
     if (r == nullptr) return;
-    const RegState* from = initial != nullptr ? Track(initial, reg) : nullptr;
+    const RegState* from = initial != nullptr ? Track(initial, reg, cie.ra_reg) : nullptr;
     *r = from != nullptr ? *from : RegState{};
   };
   auto set = [&](uint64_t reg, uint8_t rule, int64_t off) {
-    if (RegState* r = Track(s, reg)) *r = RegState{rule, off};
+    if (RegState* r = Track(s, reg, cie.ra_reg)) *r = RegState{rule, off};
   };
   while (c.more()) {
     const uint8_t op = c.U8();

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -97,11 +98,13 @@ void LoaderLookupInit() {
                       std::memory_order_release);
 }
 
-bool LoaderKnows(uintptr_t pc) {
+bool LoaderHasNewObjectAt(const CodeMap& map, uintptr_t pc) {
   const FindObjectFn find = g_find_object.load(std::memory_order_acquire);
   if (find == nullptr) return true;
   dl_find_object o;
-  return find(reinterpret_cast<void*>(pc), &o) == 0;
+  if (find(reinterpret_cast<void*>(pc), &o) != 0) return false;
+  return !map.HasCodeIn(reinterpret_cast<uintptr_t>(o.dlfo_map_start),
+                        reinterpret_cast<uintptr_t>(o.dlfo_map_end));
 }
 
 bool CodeMap::Update(bool force) {
@@ -212,6 +215,24 @@ bool CodeMap::ModuleOf(uintptr_t pc, CodeModule* out) const {
   return version_.load(std::memory_order_relaxed) == v;
 }
 
+bool CodeMap::HasCodeIn(uintptr_t lo, uintptr_t hi) const {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const uint32_t v = version_.load(std::memory_order_acquire);
+    const Snapshot& s = snap_[v & 1];
+    // The first range starting at or above lo.
+    size_t a = 0, b = std::min(Ld(s.nranges), kMaxCodeRanges);
+    while (a < b) {
+      const size_t mid = a + (b - a) / 2;
+      if (Ld(s.ranges[mid].lo) < lo) a = mid + 1;
+      else b = mid;
+    }
+    const bool found = a < std::min(Ld(s.nranges), kMaxCodeRanges) && Ld(s.ranges[a].lo) < hi;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (version_.load(std::memory_order_relaxed) == v) return found;
+  }
+  return false;  // the map keeps moving: worth a rebuild
+}
+
 size_t CodeMap::ranges() const {
   return Ld(snap_[version_.load(std::memory_order_acquire) & 1].nranges);
 }
@@ -220,7 +241,21 @@ void CodeMap::UnloadBegin() {
   unloading_.fetch_add(1, std::memory_order_seq_cst);
   if (t_reading) return;  // a handler interrupted this thread's own read
   // Module reads are a bounded parse of one FDE: microseconds, never waiting.
-  while (readers_.load(std::memory_order_seq_cst) != 0) sys::Syscall6(SYS_sched_yield);
+  if (readers_.load(std::memory_order_seq_cst) == 0) return;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (unsigned spins = 1; readers_.load(std::memory_order_seq_cst) != 0; ++spins) {
+    sys::Syscall6(SYS_sched_yield);
+    if (spins % 1024 != 0) continue;
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= 2) return;  // a read that will not end (see the header)
+  }
+}
+
+void CodeMap::AfterFork() {
+  readers_.store(0, std::memory_order_relaxed);
+  unloading_.store(0, std::memory_order_relaxed);
 }
 
 void CodeMap::UnloadEnd() {

@@ -107,12 +107,21 @@ class CodeMap {
   uint32_t generation() const { return gen_.load(std::memory_order_acquire); }
 
   // Around the program's dlclose (see "Problem:" above). Async-signal-safe;
-  // UnloadBegin waits (yielding) for module reads in progress, which are
-  // short and never wait themselves.
+  // UnloadBegin waits (yielding) for module reads in progress, which take
+  // microseconds and never wait themselves; but a thread can be kept from
+  // finishing one (a signal handler that never returns, or longjmps out of
+  // the read and leaves it counted), so the wait gives up after a second or
+  // two: a read still going then reads the object its thread is executing,
+  // which is not the one being unloaded unless its walk went astray.
   void UnloadBegin();
   void UnloadEnd();
+  // In a fork child: the parent's other threads, and their module reads and
+  // unloads in progress, are gone.
+  void AfterFork();
 
   size_t ranges() const;   // executable ranges in the current map
+  // Whether any executable range starts in [lo, hi) (an object's mapping).
+  bool HasCodeIn(uintptr_t lo, uintptr_t hi) const;
   uint32_t version() const { return version_.load(std::memory_order_acquire); }
 
   // A module read: while one is alive, no dlclose unmaps anything. ok() is
@@ -162,13 +171,13 @@ class CodeMap {
 // The process's map (static storage, G7).
 CodeMap& ProcessCode();
 
-// Whether the loader has an object mapped at pc (glibc's lock-free
-// _dl_find_object, 2.35 and later): a PC the map does not know as code but
-// the loader does belongs to a library loaded since the last rebuild, and is
-// worth a rebuild. Without _dl_find_object (glibc 2.34), always true.
-// Async-signal-safe. LoaderLookupInit resolves the function (once, at start:
-// dlsym may allocate).
-bool LoaderKnows(uintptr_t pc);
+// Whether pc lies in an object the loader has mapped (glibc's lock-free
+// _dl_find_object, 2.35 and later) and of which `map` knows no code: a
+// library loaded since the map's last rebuild, worth a rebuild. A PC in the
+// data of a known object, or in no object, is not. Without _dl_find_object
+// (glibc 2.34), always true. Async-signal-safe. LoaderLookupInit resolves
+// the function (once, at start: dlsym may allocate).
+bool LoaderHasNewObjectAt(const CodeMap& map, uintptr_t pc);
 void LoaderLookupInit();
 
 }  // namespace gotrace::unwind

@@ -9,6 +9,7 @@
 // pointers, compared with libunwind's.
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -480,6 +481,7 @@ TEST_CASE("auto walk over a fake stack described by CFI, and by frame pointers",
 // --- The code map, the row cache and the unload hand-shake -------------------------
 
 TEST_CASE("code map: this process's executable segments, and nothing else", "[unwind]") {
+  REQUIRE(UnwindInit());  // resolves _dl_find_object
   CodeMap& m = ProcessCode();
   m.Update(true);
   CHECK(m.ranges() >= 3);  // this program, libc, the vDSO, ...
@@ -497,8 +499,19 @@ TEST_CASE("code map: this process's executable segments, and nothing else", "[un
   REQUIRE(m.ModuleOf(reinterpret_cast<uintptr_t>(&qsort), &mod));
   CHECK(mod.eh_frame_hdr != 0);
   CHECK(mod.Readable(mod.eh_frame_hdr, mod.eh_frame_hdr_len));
-  CHECK(LoaderKnows(reinterpret_cast<uintptr_t>(&qsort)));
+  // Known objects, their data, and addresses in no object are no reason to
+  // rebuild the map.
+  CHECK_FALSE(LoaderHasNewObjectAt(m, reinterpret_cast<uintptr_t>(&qsort)));
+  CHECK_FALSE(LoaderHasNewObjectAt(m, reinterpret_cast<uintptr_t>(&data)));
+  CHECK_FALSE(LoaderHasNewObjectAt(m, reinterpret_cast<uintptr_t>(&local)));
   CHECK_FALSE(m.Update(false));  // nothing loaded since
+  // A map that does not know libc: libc's code is news.
+  const CodeRange only_here{reinterpret_cast<uintptr_t>(&FakeIsCode),
+                            reinterpret_cast<uintptr_t>(&FakeIsCode) + 1, 0};
+  auto small = std::make_unique<CodeMap>();
+  small->SetForTest(&only_here, 1, &mod, 1);
+  CHECK(LoaderHasNewObjectAt(*small, reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "qsort"))));
+  CHECK_FALSE(LoaderHasNewObjectAt(*small, reinterpret_cast<uintptr_t>(&FakeIsCode)));
 }
 
 TEST_CASE("code map: readers during rebuilds never take data for code", "[unwind]") {
