@@ -65,7 +65,8 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
                 uint64_t* pcs, size_t max);
 
 // Cuts another unwinder's return addresses (libunwind's) at the first that
-// is not code. n > max never happens; n == max is reported as kDepth.
+// is not code. n == max is reported as kDepth. libunwind does not say why it
+// stopped, so its stacks otherwise count as complete.
 WalkResult CheckCode(const UnwindContext& cx, const uint64_t* pcs, size_t n, size_t max);
 
 // Maps the row cache and finds the loader's lookup function (once per
