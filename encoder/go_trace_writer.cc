@@ -186,10 +186,15 @@ size_t StackPayloadSize(uint64_t id, std::span<const GoFrame> frames) {
   return n;
 }
 
-size_t GoTraceWriter::Stack(uint64_t id, std::span<const GoFrame> frames) {
-  if (id == 0 || id > go::kMaxStackId || frames.empty()) return 0;
+size_t GoTraceWriter::StackFit(uint64_t id, std::span<const GoFrame> frames) const {
   size_t n = std::min(frames.size(), go::kMaxStackFrames);
   while (n > 1 && StackPayloadSize(id, frames.first(n)) > go::kMaxLongPayload) --n;
+  return n;
+}
+
+size_t GoTraceWriter::Stack(uint64_t id, std::span<const GoFrame> frames) {
+  if (id == 0 || id > go::kMaxStackId || frames.empty()) return 0;
+  const size_t n = StackFit(id, frames);
   std::vector<uint64_t> args;
   args.reserve(2 + 4 * n);
   args.push_back(id);

@@ -94,6 +94,8 @@ class GoTraceWriter {
   // beyond the 2048-byte payload limit are dropped from the outer end.
   // Returns the number of frames kept.
   size_t Stack(uint64_t id, std::span<const GoFrame> frames);
+  // How many of `frames` Stack would keep.
+  size_t StackFit(uint64_t id, std::span<const GoFrame> frames) const;
 
   // Flushes the P batches and writes Frequency, strings and stacks.
   Status Finish(uint64_t end_ticks);

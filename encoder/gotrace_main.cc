@@ -202,7 +202,7 @@ int CmdDump(int argc, char** argv) {
           if (!log::ParseStackDef(r, &d)) { std::printf("StackDef (malformed)\n"); break; }
           std::printf("StackDef id=%" PRIu64 " epoch=%u", d.id, d.epoch);
           for (uint64_t pc : d.pcs) std::printf(" 0x%" PRIx64, pc);
-          std::printf("\n");
+          std::printf("%s\n", d.truncated ? " truncated" : "");
           break;
         }
         case log::kModuleLoad: {

@@ -91,7 +91,10 @@
 //   kStackDef      (var) id epoch n pc[0] zz(pc[1]-pc[0]) ... zz(pc[n-1]-pc[n-2])
 //       Defines stack id (>= 1) as n return addresses, leaf first. epoch is
 //       the module-map epoch the PCs belong to. May appear in any stream; ids
-//       are process-wide.
+//       are process-wide. The epoch's high bit (kStackTruncated) says that
+//       the walk stopped before the thread's first frame: a return address
+//       outside executable code, a frame it could not unwind, a signal
+//       frame, or the depth limit (issue 14); the PCs it holds are sound.
 //   kModuleLoad    (var) epoch bias lo hi path_len path-bytes
 //       A loaded object: PCs in [lo, hi) belong to the file at path, loaded
 //       with bias (ELF l_addr). Valid from `epoch` on.
@@ -322,5 +325,7 @@ inline constexpr uint64_t kThreadExisted = 1;    // kThreadStart flags
 inline constexpr uint64_t kThreadMain = 2;
 
 inline constexpr uint32_t kMaxStackDepth = 128;  // PCs per kStackDef
+// kStackDef's epoch field: the stack was cut short (see kStackDef).
+inline constexpr uint32_t kStackTruncated = 1u << 31;
 
 }  // namespace gotrace::log

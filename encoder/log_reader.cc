@@ -68,7 +68,8 @@ bool ParseStackDef(const Record& r, StackDefFields* out) {
     return false;
   }
   out->id = id;
-  out->epoch = static_cast<uint32_t>(epoch);
+  out->epoch = static_cast<uint32_t>(epoch) & ~kStackTruncated;
+  out->truncated = (epoch & kStackTruncated) != 0;
   out->pcs.resize(n);
   uint64_t prev = 0;
   for (uint64_t i = 0; i < n; ++i) {

@@ -64,7 +64,12 @@ struct Record {
 };
 
 // Parsed variable records.
-struct StackDefFields { uint64_t id; uint32_t epoch; std::vector<uint64_t> pcs; };
+struct StackDefFields {
+  uint64_t id;
+  uint32_t epoch;  // without kStackTruncated
+  std::vector<uint64_t> pcs;
+  bool truncated = false;  // kStackTruncated was set
+};
 struct ModuleLoadFields { uint32_t epoch; uint64_t bias, lo, hi; std::string path; };
 struct ModuleUnloadFields { uint32_t epoch; uint64_t lo, hi; };
 struct TraceEndFields { uint64_t dropped_records, dropped_chunks, chunks_before; };

@@ -681,7 +681,8 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
   switch (r.type) {
     case log::kStackDef: {
       log::StackDefFields d;
-      if (log::ParseStackDef(r, &d)) stacks_->Define(st.file, d.id, d.epoch, std::move(d.pcs));
+      if (log::ParseStackDef(r, &d))
+        stacks_->Define(st.file, d.id, d.epoch, std::move(d.pcs), d.truncated);
       return;
     }
     case log::kModuleLoad: {

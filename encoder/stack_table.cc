@@ -21,9 +21,21 @@ std::string Key(uint32_t file, uint64_t a, uint64_t b, uint64_t c) {
 
 }  // namespace
 
-void StackTable::Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs) {
+void StackTable::Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs,
+                        bool truncated) {
   if (log_id == 0) return;
-  files_[file].defs.try_emplace(log_id, Def{epoch, std::move(pcs)});
+  files_[file].defs.try_emplace(log_id, Def{epoch, std::move(pcs), truncated});
+}
+
+GoFrame StackTable::TruncatedFrame(GoTraceWriter* w) {
+  GoFrame f;
+  f.func = w->String(kTruncatedFrame);
+  f.file = w->String("");
+  f.line = 0;
+  auto [syn, fresh] = synthetic_pc_.try_emplace(FrameKey{f.func, f.file, 0}, 0);
+  if (fresh) syn->second = next_synthetic_pc_++;
+  f.pc = syn->second;
+  return f;
 }
 
 uint32_t StackTable::NewRef(uint32_t file, uint64_t log_id) {
@@ -123,9 +135,23 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
         frames.insert(frames.end(), f.begin(), f.end());
       }
       if (frames.empty()) continue;
+      if (d->second.truncated) {
+        frames.push_back(TruncatedFrame(w));
+        ++stats->cut;
+      }
+    }
+    if (w->StackFit(i + 1, frames) < frames.size()) {
+      // Cut to the format's limits: the marker ends what is kept (it may be
+      // longer than the frame it replaces, hence the loop).
+      ++stats->truncated;
+      const GoFrame marker = TruncatedFrame(w);
+      if (frames.back().pc == marker.pc) frames.pop_back();
+      frames.resize(w->StackFit(i + 1, frames));
+      frames.push_back(marker);
+      while (frames.size() > 1 && w->StackFit(i + 1, frames) < frames.size())
+        frames.erase(frames.end() - 2);
     }
     const size_t kept = w->Stack(i + 1, frames);
-    if (kept < frames.size()) ++stats->truncated;
     ++stats->stacks;
     stats->frames += kept;
   }

@@ -28,14 +28,25 @@ struct StackStats {
   uint64_t undefined = 0;       // referenced log stacks never defined in the log
   uint64_t unknown_pcs = 0;     // PCs the symbolizer could not name
   uint64_t truncated = 0;       // stacks cut to the format's limits
+  uint64_t cut = 0;             // stacks the tracer marked truncated (kStackTruncated)
 };
 
 class StackTable {
  public:
   explicit StackTable(size_t nfiles) : files_(nfiles) {}
 
-  // A kStackDef record. Redefinitions of an id are ignored.
-  void Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs);
+  // A kStackDef record. Redefinitions of an id are ignored. `truncated`: the
+  // walk that recorded it stopped before the thread's first frame.
+  void Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs,
+              bool truncated = false);
+
+  // The name of the frame that ends a stack known to be incomplete: cut by
+  // the tracer's walk (a return address outside code, a frame it could not
+  // unwind, the depth limit) or by the trace format's limits. A frame of its
+  // own, rather than a flag no viewer shows, so that pprof and the trace
+  // viewer say that the callers are missing, and group all such stacks
+  // under one root instead of under whatever frame happened to be last.
+  static constexpr const char kTruncatedFrame[] = "[truncated]";
 
   // Trace stack id for a log stack id; 0 stays 0.
   uint64_t Ref(uint32_t file, uint64_t log_id) {
@@ -64,6 +75,7 @@ class StackTable {
   struct Def {
     uint32_t epoch;
     std::vector<uint64_t> pcs;
+    bool truncated;
   };
   struct FileStacks {
     std::vector<uint32_t> direct;                      // log id -> trace id
@@ -92,6 +104,7 @@ class StackTable {
   };
 
   uint32_t NewRef(uint32_t file, uint64_t log_id);
+  GoFrame TruncatedFrame(GoTraceWriter* w);
   uint64_t RefSlow(uint32_t file, uint64_t log_id);
   const std::vector<GoFrame>& Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
                                      uint32_t epoch, uint64_t pc, bool return_address,

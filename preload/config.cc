@@ -51,10 +51,11 @@ void ReadConfig(Config* c) {
   if ((v = getenv("GOTRACE_SYMBOLS")) && *v && !sys::StrEq(v, "fast") && !sys::StrEq(v, "full"))
     Invalid("GOTRACE_SYMBOLS", v, "fast or full");
   if ((v = getenv("GOTRACE_UNWIND")) && *v) {
-    if (sys::StrEq(v, "fp")) c->unwind = UnwindMode::kFp;
+    if (sys::StrEq(v, "auto")) c->unwind = UnwindMode::kAuto;
+    else if (sys::StrEq(v, "fp")) c->unwind = UnwindMode::kFp;
     else if (sys::StrEq(v, "libunwind")) c->unwind = UnwindMode::kLibunwind;
     else if (sys::StrEq(v, "none")) c->unwind = UnwindMode::kNone;
-    else Invalid("GOTRACE_UNWIND", v, "fp, libunwind or none");
+    else Invalid("GOTRACE_UNWIND", v, "auto, fp, libunwind or none");
   }
   if ((v = getenv("GOTRACE_DEPTH")) && *v) {
     uint64_t d;

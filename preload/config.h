@@ -11,7 +11,11 @@
 
 namespace gotrace {
 
-enum class UnwindMode : uint8_t { kFp, kLibunwind, kNone };
+// kAuto: DWARF CFI where the code has it, frame pointers where it does not
+// (unwind/cfi_unwind.h). kFp: frame pointers only. kLibunwind: libunwind's
+// unw_backtrace (unwind/libunwind_unwind.h). Every mode ends a stack at the
+// first return address outside executable code.
+enum class UnwindMode : uint8_t { kFp, kLibunwind, kNone, kAuto };
 
 // Where the trace's scheduling comes from (GOTRACE_SCHED, issue 13).
 enum class SchedMode : uint8_t {
@@ -37,7 +41,7 @@ struct Config {
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
   uint32_t flush_ms = 50;                // the flusher's period: kernel records, clock (0: no flusher)
-  UnwindMode unwind = UnwindMode::kFp;
+  UnwindMode unwind = UnwindMode::kAuto;
   uint32_t depth = 64;                   // frames per stack, 1..128
   uint32_t events = kGroupAll;
   uint32_t buffer_kb = 64;               // per-thread buffer (a slot of the log)

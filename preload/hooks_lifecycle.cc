@@ -27,6 +27,7 @@
 #include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
+#include "unwind/code_map.h"
 
 using namespace gotrace;
 
@@ -71,8 +72,15 @@ GT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char
 }
 
 // dlclose@@GLIBC_2.34 (and 2.2.5). May take the loader lock (dl_iterate_phdr).
+// The unwinder reads unwind tables of loaded objects: nothing may be
+// unmapped while it does, and its map of code is not trusted for such reads
+// again until it has been rebuilt (unwind/code_map.h, "Problem:").
+// UnloadBegin may wait (yielding) for reads in progress, which take
+// microseconds and never wait themselves.
 GT_EXPORT int dlclose(void* handle) {
+  unwind::ProcessCode().UnloadBegin();
   const int r = GT_REAL(dlclose)(handle);
+  unwind::ProcessCode().UnloadEnd();
   if (r == 0 && t_state.depth == 0) RescanModules(true);
   return r;
 }

@@ -18,6 +18,7 @@
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
+#include "unwind/cfi_unwind.h"
 
 namespace gotrace::kernel {
 namespace {
@@ -140,10 +141,17 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
         pcs[n] = n == 0 ? ip + 1 : ip;
         ++n;
       }
+      // The kernel follows frame pointers, which Debian's code does not
+      // keep: the chain runs into data. Cut it at the first address that is
+      // not code (issue 14: no frame outside executable code), as cut.
+      const unwind::WalkResult code = unwind::CheckCode(unwind::ProcessUnwind(), pcs, n, g.config.depth + 1);
+      const bool cut = code.n < n;
+      n = code.n;
       uint32_t stack = 0;
       if (n > 0) {
         bool fresh = false;
-        const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
+        const uint32_t epoch =
+            g.epoch.load(std::memory_order_relaxed) | (cut ? log::kStackTruncated : 0);
         stack = internal::InternStack(pcs, n, epoch, &fresh);
         if (fresh && stack != 0) {
           if (!Room(s, log::ChunkWriter::StackDefBound(n), final)) return;

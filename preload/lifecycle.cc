@@ -52,7 +52,8 @@
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
-#include "unwind/fp_unwind.h"
+#include "unwind/cfi_unwind.h"
+#include "unwind/code_map.h"
 #include "unwind/libunwind_unwind.h"
 
 namespace gotrace {
@@ -408,13 +409,22 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     const auto fa = reinterpret_cast<uintptr_t>(frame);
     if (fa < r->stack_lo || fa >= r->stack_hi) continue;
     uint64_t pcs[log::kMaxStackDepth];
-    const size_t n = unwind::FpUnwind(frame, unwind::FpBounds{fa, r->stack_hi}, pcs, g.config.depth);
+    // The built-in unwinder (libunwind walks only the calling thread), with
+    // no rebuild of the code map: async-signal-safe.
+    const unwind::FpBounds b{fa, r->stack_hi};
+    unwind::Regs regs;
+    if (!unwind::RegsFromFrame(frame, b, &regs)) continue;
+    const unwind::WalkResult wr =
+        unwind::Walk(unwind::ProcessUnwind(),
+                     g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto,
+                     regs, b, pcs, g.config.depth);
     size_t k = 0;
-    for (size_t j = 0; j < n; ++j)
+    for (size_t j = 0; j < wr.n; ++j)
       if (pcs[j] < g.self_lo || pcs[j] >= g.self_hi) pcs[k++] = pcs[j];
     if (k == 0) continue;
     bool fresh = false;
-    const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
+    const uint32_t epoch =
+        g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
     const uint32_t stack = InternStack(pcs, k, epoch, &fresh);
     if (stack == 0) continue;
     if (fresh) {
@@ -929,6 +939,9 @@ void AtExit() { Finalize(false); }
 // it starts a log of its own; the flusher (a thread, lost in the fork) is
 // restarted lazily by the first spill.
 void AtForkChild() {
+  // Module reads and unloads in progress in the parent's other threads
+  // ended with the fork: none holds the child's dlclose back.
+  unwind::ProcessCode().AfterFork();
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   Unbind();
   kernel::ForgetForChild();
@@ -1023,9 +1036,9 @@ __attribute__((constructor(101))) void Init() {
     if (!unwind::LibunwindInit(&why)) {
       char buf[256];
       sys::Line l(buf, sizeof buf);
-      l.Str("GOTRACE_UNWIND=libunwind: ").Str(why).Str("; using frame pointers");
+      l.Str("GOTRACE_UNWIND=libunwind: ").Str(why).Str("; using GOTRACE_UNWIND=auto");
       sys::Log(l.c_str());
-      g.config.unwind = UnwindMode::kFp;
+      g.config.unwind = UnwindMode::kAuto;
     }
   }
   // Without this key the flusher could not tell when the program's threads

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -28,7 +29,7 @@
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
 #include "preload/sys/raw.h"
-#include "unwind/fp_unwind.h"
+#include "unwind/cfi_unwind.h"
 #include "unwind/libunwind_unwind.h"
 #include "unwind/stack_depot.h"
 
@@ -94,7 +95,12 @@ void PoolResetForChild() {
   t_state.status = kThreadNew;
   t_state.bound = 0;
 }
-bool DepotInit() { return g_depot.Init(size_t{1} << 20, size_t{64} << 20); }
+bool DepotInit() {
+  // The unwinder's row cache (kept across forks: the child has the same
+  // code); without it walks still work, decoding every frame anew.
+  (void)unwind::UnwindInit();
+  return g_depot.Init(size_t{1} << 20, size_t{64} << 20);
+}
 
 ThreadRec* AllocRec() {
   uint64_t head = g_free_head.load(std::memory_order_acquire);
@@ -512,6 +518,10 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
 // `only_if_changed`: return at once when the loader's counters show no change.
 void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush) {
   g_rescan_final = final_flush;
+  // The unwinder's map of executable code (it keeps its own loader
+  // counters, so it is brought up to date even when this scan is not).
+  if (g.config.unwind != UnwindMode::kNone && !final_flush)
+    unwind::ProcessCode().Update(!only_if_changed);
   const size_t known = g_nmodules.load(std::memory_order_relaxed);
   for (size_t i = 0; i < known; ++i) g_modules[i].seen = false;
   ScanState scan{only_if_changed};
@@ -565,7 +575,15 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
     } else if (rl.rlim_cur == RLIM_INFINITY) {
       size = uint64_t{1} << 30;
     }
-    r->stack_hi = reinterpret_cast<uintptr_t>(__libc_stack_end) + 4096;
+    // The top: above the initial stack pointer lie argv, envp, auxv and
+    // their strings, up to the page that holds the executable's name
+    // (AT_EXECFN, which the kernel copies to the top); both ends of that
+    // stretch are mapped, and a walk may read up to the top.
+    const auto end = reinterpret_cast<uintptr_t>(__libc_stack_end);
+    const uintptr_t execfn = getauxval(AT_EXECFN);
+    uintptr_t top = (end | 4095) + 1;
+    if (execfn > end && execfn - end < (uintptr_t{16} << 20)) top = std::max(top, (execfn | 4095) + 1);
+    r->stack_hi = top;
     r->stack_lo = r->stack_hi > size ? r->stack_hi - size : 0;
     return;
   }
@@ -581,6 +599,32 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
   r->stack_lo = reinterpret_cast<uintptr_t>(addr);
   r->stack_hi = r->stack_lo + size;
   if (r->stack_hi <= r->stack_lo) r->stack_lo = r->stack_hi = 0;
+}
+
+// --- Stack walks (CaptureStack, SnapshotRec) ---------------------------------
+
+// libunwind's walk starts inside the tracer: room for our own frames.
+constexpr size_t kOwnFrames = 8;
+
+// The built-in unwinder's mode. GOTRACE_UNWIND=libunwind uses it too where
+// libunwind cannot walk (another thread's stack, a signal stack, stale rules).
+unwind::WalkMode BuiltinMode() {
+  return g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto;
+}
+
+// The calling thread's stack from its interposer's frame, inside b.
+unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, uint64_t* pcs) {
+  const unwind::UnwindContext cx = unwind::ProcessUnwind();
+  if (g.config.unwind == UnwindMode::kLibunwind) {
+    // It refuses (0) a thread whose cached unwind rules may be stale (a
+    // walked library was unloaded): the built-in unwinder then.
+    const size_t max = g.config.depth + kOwnFrames;
+    const size_t n = unwind::LibunwindBacktrace(pcs, max, &r->unw_gen);
+    if (n > 0) return unwind::CheckCode(cx, pcs, n, max);
+  }
+  unwind::Regs regs;
+  if (!unwind::RegsFromFrame(frame, b, &regs)) return unwind::WalkResult{};
+  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth);
 }
 
 }  // namespace internal
@@ -832,26 +876,37 @@ bool SpillSlow(ThreadRec* r) {
 uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   if (g.config.unwind == UnwindMode::kNone) return 0;
   ThreadRec* r = s.rec();
-  // libunwind's walk starts here: room for our own frames.
-  constexpr size_t kOwnFrames = 8;
   uint64_t pcs[log::kMaxStackDepth + kOwnFrames];
   const auto f = reinterpret_cast<uintptr_t>(frame);
-  unwind::FpBounds b{f, r->stack_hi};
-  size_t n;
+  const unwind::FpBounds b{f, r->stack_hi};
+  unwind::WalkResult w;
   if (f >= r->stack_lo && f < r->stack_hi) {
     // libunwind only on the thread's own stack: a hook on a sigaltstack runs
-    // in a signal handler (H17). It refuses (0) a thread whose cached unwind
-    // rules may be stale (a walked library was unloaded): frame pointers.
-    n = g.config.unwind == UnwindMode::kLibunwind
-            ? unwind::LibunwindBacktrace(pcs, g.config.depth + kOwnFrames, &r->unw_gen)
-            : 0;
-    if (n == 0) n = unwind::FpUnwind(frame, b, pcs, g.config.depth);
+    // in a signal handler (H17).
+    for (int attempt = 0;; ++attempt) {
+      w = WalkOwn(r, frame, b, pcs);
+      // A return address that the code map does not know but the loader
+      // does is in a library loaded since (dlopen is not interposed); a
+      // stale map is one that a dlclose left unchecked. Either way: rebuild
+      // and walk again, once, never waiting for the lock (a holder may be
+      // waiting for the loader lock this thread holds, H21).
+      const bool new_code = w.end == unwind::WalkEnd::kNotCode &&
+                            unwind::LoaderHasNewObjectAt(unwind::ProcessCode(), w.bad_pc);
+      if (attempt > 0 || (!new_code && !w.stale_map)) break;
+      ProcLock lock{ProcLock::Try{}};
+      if (!lock.held()) break;
+      ErrnoGuard errno_guard;  // dl_iterate_phdr
+      RescanLocked(false, true, false);
+    }
   } else {
     // Not on the thread's stack (sigaltstack, a fiber): only our own frame,
-    // which we know is readable, gives the caller.
+    // which we know is readable, gives the caller, if it is code; the stack
+    // is cut there.
     pcs[0] = reinterpret_cast<const uint64_t*>(frame)[1];
-    n = 1;
+    w.n = unwind::ProcessCode().IsCode(pcs[0]) ? 1 : 0;
+    w.end = unwind::WalkEnd::kBadFrame;
   }
+  size_t n = w.n;
   // Frames of our own library occur only at the ends: innermost when an
   // interposer's slow path is a function of its own, outermost as the thread
   // start trampoline (below it only libc's thread start remains).
@@ -870,7 +925,11 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   }
   const size_t k = std::min<size_t>(n, g.config.depth);
   if (k == 0) return 0;
-  const uint32_t epoch = g.epoch.load(std::memory_order_relaxed);
+  // Issue 14: a stack that does not reach the thread's first frame says so
+  // (the high bit of its epoch: log::kStackTruncated), so it is kept apart
+  // from a complete stack with the same PCs and shown as cut.
+  const uint32_t epoch = g.epoch.load(std::memory_order_relaxed) |
+                         (w.truncated() || k < n ? log::kStackTruncated : 0);
   StackCacheEntry& e = r->stack_cache[((p[0] >> 4) ^ (p[0] >> 11)) & (kStackCacheWays - 1)];
   if (e.n == k && e.epoch == epoch && std::memcmp(e.pcs, p, k * sizeof(uint64_t)) == 0) return e.id;
   bool fresh;

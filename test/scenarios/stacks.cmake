@@ -23,6 +23,15 @@ endforeach()
 add_executable(stacks_nofp stacks_nofp.c)
 target_compile_options(stacks_nofp PRIVATE -g -O2 -fomit-frame-pointer -pthread)
 
+# The default unwinding on code without frame pointers (issue 14): a
+# contended lock and a blocking read three calls deep, one caller with rbp
+# as a general register (C), and the same through C++ (templates, lambdas,
+# std::function, virtual calls).
+add_executable(stacks_auto stacks_auto.c)
+target_compile_options(stacks_auto PRIVATE -g -O2 -fomit-frame-pointer -pthread)
+add_executable(stacks_auto_cxx stacks_auto_cxx.cc)
+target_compile_options(stacks_auto_cxx PRIVATE -g -O2 -fomit-frame-pointer -pthread)
+
 # C++ exceptions in worker threads (built -O2: no frame pointers either).
 add_executable(stacks_exceptions stacks_exceptions.cc)
 target_compile_options(stacks_exceptions PRIVATE -g -O2 -pthread)
@@ -75,6 +84,7 @@ endforeach()
 add_custom_target(stacks_symbol_copies DEPENDS ${GOTRACE_STACKS_COPIES})
 
 set(GOTRACE_STACKS_TARGETS stacks_inline stacks_dlclose stacks_plugin_a stacks_plugin_b stacks_nofp
+  stacks_auto stacks_auto_cxx
   stacks_exceptions stacks_libunwind_probe stacks_cfi_lie stacks_cfi_truth stacks_cfi_reload
   stacks_symbols_pie
   stacks_symbols_nopie)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scenario (issue 7): code built without frame pointers (-O2
 // -fomit-frame-pointer). A worker waits in nofp_leaf, called by nofp_middle,
-// called by nofp_outer. With GOTRACE_UNWIND=libunwind (DWARF CFI) the wait's
-// stack holds all three and the thread's start routine; with frame pointers
-// (the default) it is short, the leaf and whatever the frame-pointer chain
-// still reaches, and tracing must never crash.
+// called by nofp_outer. With GOTRACE_UNWIND=auto (the default) or libunwind
+// (DWARF CFI) the wait's stack holds all three and the thread's start
+// routine; with GOTRACE_UNWIND=fp it is short, the leaf and whatever the
+// frame-pointer chain still reaches, and tracing must never crash.
 //
 // The functions do work after their calls (no tail calls) and are not
 // inlined; nofp_middle also keeps rbp busy as a general register, so a walk

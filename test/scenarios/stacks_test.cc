@@ -6,12 +6,17 @@
 // then reads the synchronization profile (-pprof=sync, `go tool pprof -raw`)
 // and checks the frames of the waits it knows: inlined functions, plugins
 // unloaded and replaced at the same addresses, code without frame pointers
-// (GOTRACE_UNWIND=libunwind), separate and missing debug info, C++ exceptions
-// in flight. Lines are found in the sources by their "// LINE:name" markers.
+// (the default GOTRACE_UNWIND=auto, and libunwind; issue 14 also checks that
+// no recorded PC is outside executable code, in C, C++ and Debian's
+// python3), separate and missing debug info, C++ exceptions in flight.
+// Lines are found in the sources by their "// LINE:name" markers.
 //===----------------------------------------------------------------------===//
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
+#include "encoder/stack_table.h"
 #include "test/scenarios/scenario_util.h"
 
 namespace gotrace::testing {
@@ -207,8 +212,8 @@ void CheckPlugins(const std::vector<std::string>& env) {
   for (int round = 0; round < 3; ++round) {
     INFO("round " << round);
     const std::string worker = "round" + std::to_string(round) + "_worker";
-    CHECK(CountWith(prof, {{"plugin_a_wait", "stacks_plugin_a.c", line_a}, {worker, "stacks_dlclose.c"}}) == 1);
-    CHECK(CountWith(prof, {{"plugin_b_wait", "stacks_plugin_b.c", line_b}, {worker, "stacks_dlclose.c"}}) == 1);
+    CHECK(CountWith(prof, {{"plugin_a_wait", "stacks_plugin_a.c", line_a}, {worker, "stacks_dlclose.c"}}) >= 1);
+    CHECK(CountWith(prof, {{"plugin_b_wait", "stacks_plugin_b.c", line_b}, {worker, "stacks_dlclose.c"}}) >= 1);
   }
   // Never the other plugin's name or file, never an unsymbolized plugin PC.
   for (const Sample& smp : prof) {
@@ -224,13 +229,15 @@ void CheckPlugins(const std::vector<std::string>& env) {
 
 TEST_CASE("stacks: plugins dlclose'd and replaced at the same addresses keep their names",
           "[stacks]") {
-  SECTION("frame pointers") { CheckPlugins({}); }
+  SECTION("default (auto)") { CheckPlugins({}); }
+  SECTION("frame pointers") { CheckPlugins({"GOTRACE_UNWIND=fp"}); }
   SECTION("libunwind") { CheckPlugins({"GOTRACE_UNWIND=libunwind"}); }
 }
 
 // --- Code without frame pointers ------------------------------------------------
 
-TEST_CASE("stacks: code without frame pointers: libunwind finds every caller, fp stops short",
+TEST_CASE("stacks: code without frame pointers: auto and libunwind find every caller, fp stops "
+          "short",
           "[stacks]") {
   const uint32_t leaf = MarkerLine("stacks_nofp.c", "nofp_leaf");
   TempDir dir;
@@ -248,7 +255,16 @@ TEST_CASE("stacks: code without frame pointers: libunwind finds every caller, fp
                            {"nofp_outer", "stacks_nofp.c", MarkerLine("stacks_nofp.c", "nofp_outer")},
                            {"nofp_worker", "stacks_nofp.c"}}) >= 4);
   }
-  SECTION("frame pointers (the default): a short stack, never a crash") {
+  SECTION("GOTRACE_UNWIND=auto (the default): the callers appear") {
+    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir);
+    const std::vector<Sample> prof = SyncProfile(s.trace);
+    INFO(Describe(prof));
+    CHECK(CountWith(prof, {{"nofp_leaf", "stacks_nofp.c", leaf},
+                           {"nofp_middle", "stacks_nofp.c", MarkerLine("stacks_nofp.c", "nofp_middle")},
+                           {"nofp_outer", "stacks_nofp.c", MarkerLine("stacks_nofp.c", "nofp_outer")},
+                           {"nofp_worker", "stacks_nofp.c"}}) >= 4);
+  }
+  SECTION("frame pointers: a short stack, never a crash") {
     ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir, {"GOTRACE_UNWIND=fp"});
     const std::vector<Sample> prof = SyncProfile(s.trace);
     INFO(Describe(prof));
@@ -285,19 +301,54 @@ TEST_CASE("stacks: after a dlclose, libunwind never walks new code with the old 
       CHECK(f.func.find("+0x") == std::string::npos);
     }
   }
-  CHECK(old_waits == 1);
+  // A cond wait may show twice: its block, and its mutex taken back after the
+  // wake-up when that is contended (the kernel sees the second wait too).
+  CHECK(old_waits >= 1);
   // A new thread: libunwind, the whole stack.
   CHECK(CountWith(prof, {{"cb_truth_new", "stacks_cfi_reload.c"},
                          {"stacks_cfi_call", ""},
                          {"InPlugin", "stacks_cfi_reload.c"},
-                         {"new_thread", "stacks_cfi_reload.c"}}) == 1);
+                         {"new_thread", "stacks_cfi_reload.c"}}) >= 1);
+}
+
+TEST_CASE("stacks: after a dlclose, the default unwinder never walks new code with the old "
+          "code's rules (issue 14)",
+          "[stacks]") {
+  // The same plugins: the built-in unwinder caches decoded rows by address
+  // too; an unload must make it forget them (CodeMap::generation).
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("stacks_cfi_reload")}, dir);
+  CHECK(s.plain.out == "cfi reload ok\n");
+  if (s.traced.err.find("same address: yes") == std::string::npos) {
+    WARN("the plugins were not mapped at the same address (or not x86_64): nothing to check");
+    return;
+  }
+  const std::vector<Sample> prof = SyncProfile(s.trace);
+  INFO(Describe(prof));
+  // The lie is followed where it is the rule (a wrong frame address): the
+  // walk stops there, without a frame outside code.
+  for (const Sample& smp : prof) {
+    for (const Frame& f : smp.frames) {
+      INFO(f.func);
+      CHECK(f.func.rfind("0x", 0) != 0);
+    }
+  }
+  // The truth, on the thread that walked the lie and on a new one: whole.
+  for (const char* cb : {"cb_truth_old", "cb_truth_new"}) {
+    INFO(cb);
+    const std::string thread = std::string(cb) == "cb_truth_old" ? "old_thread" : "new_thread";
+    CHECK(CountWith(prof, {{cb, "stacks_cfi_reload.c"},
+                           {"stacks_cfi_call", ""},
+                           {"InPlugin", "stacks_cfi_reload.c"},
+                           {thread, "stacks_cfi_reload.c"}}) >= 1);
+  }
 }
 
 // --- C++ exceptions ----------------------------------------------------------------
 
-TEST_CASE("stacks: C++ exceptions in worker threads behave as untraced, in both modes",
+TEST_CASE("stacks: C++ exceptions in worker threads behave as untraced, in every mode",
           "[stacks]") {
-  for (const char* mode : {"fp", "libunwind"}) {
+  for (const char* mode : {"auto", "fp", "libunwind"}) {
     INFO("GOTRACE_UNWIND=" << mode);
     TempDir dir;
     ScenarioRun s = RunTraced({Scenario("stacks_exceptions")}, dir,
@@ -313,7 +364,7 @@ TEST_CASE("stacks: C++ exceptions in worker threads behave as untraced, in both 
     // "::Work".)
     const Want cleanup{"::Cleanup::~Cleanup", "stacks_exceptions.cc"};
     CHECK(CountWith(prof, {cleanup}) > 0);
-    if (std::string(mode) == "libunwind") {
+    if (std::string(mode) != "fp") {
       // DWARF unwinding through the landing pad, up to the thread's loop.
       CHECK(CountWith(prof, {cleanup, {"::Work", "stacks_exceptions.cc"}}) > 0);
       uint64_t to_worker = 0;
@@ -376,6 +427,271 @@ TEST_CASE("stacks: a fully stripped program gives module+offset frames, PIE and 
       if (libc) waits += smp.count;
     }
     CHECK(waits >= 3);
+  }
+}
+
+// --- The default unwinding on code without frame pointers (issue 14) ---------------
+
+// The executable mappings in a copy of /proc/PID/maps.
+std::vector<std::pair<uint64_t, uint64_t>> ExecRanges(const std::string& maps_file) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::ifstream in(maps_file);
+  for (std::string l; std::getline(in, l);) {
+    std::istringstream f(l);
+    std::string range, perms;
+    f >> range >> perms;
+    const size_t dash = range.find('-');
+    if (dash == std::string::npos || perms.size() < 3 || perms[2] != 'x') continue;
+    out.emplace_back(std::stoull(range.substr(0, dash), nullptr, 16),
+                     std::stoull(range.substr(dash + 1), nullptr, 16));
+  }
+  return out;
+}
+
+bool InRanges(const std::vector<std::pair<uint64_t, uint64_t>>& r, uint64_t pc) {
+  for (const auto& [lo, hi] : r)
+    if (pc >= lo && pc < hi) return true;
+  return false;
+}
+
+// Every stack the log defines (`gotrace dump`): its PCs, and whether the
+// walk marked it truncated.
+struct LoggedStack {
+  std::vector<uint64_t> pcs;
+  bool truncated = false;
+};
+std::vector<LoggedStack> LoggedStacks(const std::string& log) {
+  ProcResult d = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "dump", log});
+  INFO(d.Describe() << "\n" << d.err);
+  REQUIRE(d.Exited(0));
+  std::vector<LoggedStack> out;
+  std::istringstream in(d.out);
+  for (std::string l; std::getline(in, l);) {
+    const size_t at = l.find(" StackDef id=");
+    if (at == std::string::npos) continue;
+    std::istringstream f(l.substr(at));
+    LoggedStack st;
+    for (std::string w; f >> w;) {
+      if (w.rfind("0x", 0) == 0) st.pcs.push_back(std::stoull(w, nullptr, 16));
+      if (w == "truncated") st.truncated = true;
+    }
+    out.push_back(st);
+  }
+  return out;
+}
+
+// The location addresses of a `go tool pprof -raw` profile, with the name of
+// the (last, physical) frame at each.
+std::vector<std::pair<uint64_t, std::string>> RawLocations(const std::string& raw) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::istringstream in(raw);
+  bool locations = false;
+  for (std::string l; std::getline(in, l);) {
+    if (l == "Locations") locations = true;
+    if (l == "Mappings") locations = false;
+    const std::string t = Trim(l);
+    const size_t colon = t.find(": 0x");
+    if (!locations || colon == std::string::npos || t.find_first_not_of("0123456789") != colon) continue;
+    std::istringstream f(t.substr(colon + 2));
+    std::string addr, m, func;
+    f >> addr >> m >> func;
+    out.emplace_back(std::stoull(addr, nullptr, 16), func);
+  }
+  return out;
+}
+
+// Issue 14's "no frame outside executable code": every PC of every stack
+// the log defines is in an executable mapping of the program (its
+// /proc/PID/maps at the end: these programs unload nothing), and so is every
+// real PC of the profiles (synthetic ones, >= 2^47, name inlined frames and
+// the [truncated] marker: never an unnamed address).
+void CheckEveryPcIsCode(const std::vector<LoggedStack>& logged, const std::string& maps,
+                        const std::vector<std::string>& profiles_raw, const std::string& maps_of_profiles) {
+  const auto code = ExecRanges(maps);
+  REQUIRE(code.size() >= 3);
+  REQUIRE_FALSE(logged.empty());
+  for (const LoggedStack& st : logged) {
+    for (uint64_t pc : st.pcs) {
+      INFO("logged PC 0x" << std::hex << pc);
+      CHECK(InRanges(code, pc));
+    }
+  }
+  const auto code2 = ExecRanges(maps_of_profiles);
+  REQUIRE(code2.size() >= 3);
+  for (const std::string& raw : profiles_raw) {
+    for (const auto& [addr, func] : RawLocations(raw)) {
+      INFO("profile location 0x" << std::hex << addr << " " << func);
+      CHECK(func.rfind("0x", 0) != 0);
+      if (addr < (uint64_t{1} << 47)) CHECK(InRanges(code2, addr));
+    }
+  }
+}
+
+struct AutoRun {
+  std::vector<Sample> sync, net;
+  std::string sync_raw, net_raw;
+  std::vector<LoggedStack> logged;
+};
+
+// Runs a stacks_auto program traced twice: once through RunTraced (plain vs
+// traced, Go's parser and web UI; its profiles), once keeping the log (every
+// stack it defines); each writes its own /proc/PID/maps.
+AutoRun RunAuto(const std::string& program, const std::vector<std::string>& env,
+                const std::string& expect_out) {
+  AutoRun a;
+  TempDir dir;
+  std::vector<std::string> e = env;
+  e.push_back("STACKS_MAPS_OUT=" + dir.File("maps1"));
+  ScenarioRun s = RunTraced({Scenario(program)}, dir, e);
+  CHECK(s.plain.out == expect_out);
+  PprofResult sync = Pprof(s.trace, "sync"), net = Pprof(s.trace, "net");
+  INFO(sync.error << net.error);
+  REQUIRE(sync.ok);
+  REQUIRE(net.ok);
+  a.sync = ParseRaw(sync.raw);
+  a.net = ParseRaw(net.raw);
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("kept.trace"), "GOTRACE_KEEP_LOG=1",
+           "STACKS_MAPS_OUT=" + dir.File("maps2")};
+  o.env.insert(o.env.end(), env.begin(), env.end());
+  ProcResult kept = RunProcess({Scenario(program)}, o);
+  INFO(kept.Describe() << "\n" << kept.err);
+  REQUIRE(kept.Exited(0));
+  a.logged = LoggedStacks(dir.File("kept.trace.gtlog"));
+  CheckEveryPcIsCode(a.logged, dir.File("maps2"), {sync.raw, net.raw}, dir.File("maps1"));
+  return a;
+}
+
+bool HasFrame(const Sample& s, const std::string& func) {
+  for (const Frame& f : s.frames)
+    if (f.func == func) return true;
+  return false;
+}
+
+TEST_CASE("stacks: default unwinding through C without frame pointers: whole stacks, nothing "
+          "outside code (issue 14)",
+          "[stacks]") {
+  const std::string src = "stacks_auto.c";
+  const std::vector<Want> callers = {{"auto_middle", src, MarkerLine(src, "auto_middle")},
+                                     {"auto_outer", src, MarkerLine(src, "auto_outer")},
+                                     {"auto_worker", src}};
+  // The premise, said by the program itself: rbp held its fake frame
+  // record's address when the leaves were called.
+  const std::string out = "auto waits 2 rbp busy: yes\n";
+  SECTION("default (auto)") {
+    const AutoRun a = RunAuto("stacks_auto", {}, out);
+    INFO("sync:\n" << Describe(a.sync) << "net:\n" << Describe(a.net));
+    std::vector<Want> lock = {{"auto_lock_leaf", src, MarkerLine(src, "auto_lock_leaf")}};
+    lock.insert(lock.end(), callers.begin(), callers.end());
+    std::vector<Want> rd = {{"auto_read_leaf", src, MarkerLine(src, "auto_read_leaf")}};
+    rd.insert(rd.end(), callers.begin(), callers.end());
+    CHECK(CountWith(a.sync, lock) >= 1);
+    CHECK(CountWith(a.net, rd) >= 1);
+    // Down to the thread's first frame: libc's thread start, no marker.
+    for (const Sample& smp : a.sync) {
+      if (CountWith({smp}, lock) == 0) continue;
+      CHECK(HasFrame(smp, "start_thread"));
+      CHECK_FALSE(HasFrame(smp, StackTable::kTruncatedFrame));
+    }
+    // Every stack of this program reaches its thread's first frame.
+    for (const LoggedStack& st : a.logged) CHECK_FALSE(st.truncated);
+  }
+  SECTION("fp: the fake frame record ends the stack after the leaf, marked truncated") {
+    const AutoRun a = RunAuto("stacks_auto", {"GOTRACE_UNWIND=fp"}, out);
+    INFO("sync:\n" << Describe(a.sync));
+    CHECK(CountWith(a.sync, {{"auto_lock_leaf", src, MarkerLine(src, "auto_lock_leaf")},
+                             {StackTable::kTruncatedFrame, ""}}) == 1);
+    size_t truncated = 0;
+    for (const LoggedStack& st : a.logged) truncated += st.truncated ? 1 : 0;
+    CHECK(truncated > 0);
+  }
+  SECTION("libunwind: whole stacks, nothing outside code") {
+    const AutoRun a = RunAuto("stacks_auto", {"GOTRACE_UNWIND=libunwind"}, out);
+    INFO("sync:\n" << Describe(a.sync));
+    std::vector<Want> lock = {{"auto_lock_leaf", src, MarkerLine(src, "auto_lock_leaf")}};
+    lock.insert(lock.end(), callers.begin(), callers.end());
+    CHECK(CountWith(a.sync, lock) >= 1);
+  }
+}
+
+TEST_CASE("stacks: default unwinding through C++ without frame pointers: templates, lambdas, "
+          "std::function, virtual calls (issue 14)",
+          "[stacks]") {
+  const std::string src = "stacks_auto_cxx.cc";
+  const AutoRun a = RunAuto("stacks_auto_cxx", {}, "auto cxx waits 2\n");
+  INFO("sync:\n" << Describe(a.sync) << "net:\n" << Describe(a.net));
+  // pprof shortens C++ names ("(anonymous namespace)::LockWaiter::Wait()" is
+  // "::LockWaiter::Wait", a lambda's operator() "::operator").
+  const std::vector<Want> tail = {{"::operator", src, MarkerLine(src, "cxx_lambda")}};
+  auto path = [&](const std::string& wait, const std::string& marker) {
+    std::vector<Want> w = {{wait, src, MarkerLine(src, marker)}};
+    w.insert(w.end(), tail.begin(), tail.end());
+    return w;
+  };
+  CHECK(CountWith(a.sync, path("::LockWaiter::Wait", "cxx_lock_wait")) >= 1);
+  CHECK(CountWith(a.net, path("::ReadWaiter::Wait", "cxx_read_wait")) >= 1);
+  for (const std::vector<Sample>* prof : {&a.sync, &a.net}) {
+    uint64_t whole = 0;
+    for (const Sample& smp : *prof) {
+      if (!HasFrame(smp, "::LockWaiter::Wait") && !HasFrame(smp, "::ReadWaiter::Wait")) continue;
+      CHECK(CountWith({smp}, {{"::Pipeline::Run", src, MarkerLine(src, "cxx_run")}}) == smp.count);
+      CHECK(HasFrame(smp, "::Worker"));
+      CHECK(HasFrame(smp, "start_thread"));
+      whole += smp.count;
+    }
+    CHECK(whole == 1);
+  }
+  for (const LoggedStack& st : a.logged) CHECK_FALSE(st.truncated);
+}
+
+TEST_CASE("stacks: Debian's python3, threads contending for the interpreter lock: the sync "
+          "profile reaches Py_BytesMain (issue 14)",
+          "[stacks]") {
+  const std::string python = "/usr/bin/python3";  // scripts/test installs it
+  REQUIRE(access(python.c_str(), X_OK) == 0);
+  TempDir dir;
+  const std::string script = dir.File("gil.py");
+  {
+    std::ofstream f(script);
+    f << "import os, shutil, threading\n"
+         "def spin(n):\n"
+         "    x = 0\n"
+         "    for i in range(n):\n"
+         "        x += i\n"
+         "    return x\n"
+         "ts = [threading.Thread(target=spin, args=(400000,)) for _ in range(3)]\n"
+         "for t in ts:\n"
+         "    t.start()\n"
+         "spin(400000)\n"
+         "for t in ts:\n"
+         "    t.join()\n"
+         "out = os.environ.get('STACKS_MAPS_OUT')\n"
+         "if out:\n"
+         "    shutil.copyfile('/proc/self/maps', out)\n"
+         "print('gil done')\n";
+  }
+  ScenarioRun s = RunTraced({python, script}, dir, {"STACKS_MAPS_OUT=" + dir.File("maps")});
+  CHECK(s.plain.out == "gil done\n");
+  PprofResult p = Pprof(s.trace, "sync");
+  INFO(p.error);
+  REQUIRE(p.ok);
+  const std::vector<Sample> prof = ParseRaw(p.raw);
+  INFO(Describe(prof));
+  // The main thread's waits (for the interpreter lock, for its threads'
+  // ends) through the interpreter to its start: Py_BytesMain is exported
+  // (.dynsym), so it is named without python's debug symbols; so is
+  // _PyEval_EvalFrameDefault's caller PyEval_EvalCode.
+  uint64_t to_main = 0;
+  for (const Sample& smp : prof)
+    if (HasFrame(smp, "Py_BytesMain") && HasFrame(smp, "PyEval_EvalCode")) to_main += smp.count;
+  CHECK(to_main >= 1);
+  // And no frame outside executable code, in any stack of the profile.
+  const auto code = ExecRanges(dir.File("maps"));
+  REQUIRE(code.size() >= 3);
+  for (const auto& [addr, func] : RawLocations(p.raw)) {
+    INFO("0x" << std::hex << addr << " " << func);
+    CHECK(func.rfind("0x", 0) != 0);
+    if (addr < (uint64_t{1} << 47)) CHECK(InRanges(code, addr));
   }
 }
 

@@ -123,6 +123,13 @@ TEST_CASE("tracewrap: options become GOTRACE_* variables", "[tracewrap]") {
     CHECK(EnvValue(r.out, "LD_PRELOAD") ==
           Canonical(PreloadLib()) + ":/nonexistent/libother.so");
     CHECK(FilesEnding(dir.path(), ".trace").size() == 1);  // t.<pid>.trace
+    // Every mode is accepted (issue 14 added auto, the default).
+    for (const char* mode : {"auto", "fp", "libunwind"}) {
+      const ProcResult m = Wrap({"-q", "--unwind", mode, "--", "env"}, dir);
+      INFO(mode << ": " << m.Describe() << "\nstderr:\n" << m.err);
+      REQUIRE(m.Exited(0));
+      CHECK(EnvValue(m.out, "GOTRACE_UNWIND") == mode);
+    }
   }
   SECTION("without options nothing but LD_PRELOAD is set") {
     const ProcResult r = Wrap({"env"}, dir);

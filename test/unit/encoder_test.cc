@@ -521,6 +521,70 @@ TEST_CASE("stack table: every distinct frame gets a distinct PC", "[encoder][sta
   }
 }
 
+TEST_CASE("stack records: the truncated flag rides in the epoch's high bit (issue 14)",
+          "[encoder][log]") {
+  std::vector<uint64_t> mem(512);
+  log::ChunkWriter w;
+  w.Init(reinterpret_cast<uint8_t*>(mem.data()), mem.size() * 8);
+  const uint64_t pcs[] = {0x401234, 0x401000};
+  w.StackDef(10, 0, 1, 5 | log::kStackTruncated, pcs, 2);
+  w.StackDef(11, 0, 2, 5, pcs, 2);
+  const log::SealedChunk c = w.Seal(0, 0, 0);
+  TempDir dir;
+  log::FileHeader h;
+  log::InitFileHeader(&h, 1'000'000'000, 0, 1, 0, 1);
+  std::vector<uint8_t> file(reinterpret_cast<uint8_t*>(&h), reinterpret_cast<uint8_t*>(&h + 1));
+  file.insert(file.end(), c.data, c.data + c.size);
+  WriteAll(dir.File("s"), file);
+  log::LogSet set;
+  const std::vector<std::string> paths{dir.File("s")};
+  REQUIRE(set.Open(paths, log::ReadOptions{false}).ok());  // no end record: lenient
+  log::StreamCursor cur(set, 0);
+  log::Record r;
+  log::StackDefFields sd;
+  REQUIRE(cur.Next(&r));
+  REQUIRE(log::ParseStackDef(r, &sd));
+  CHECK(sd.epoch == 5);
+  CHECK(sd.truncated);
+  CHECK(sd.pcs == std::vector<uint64_t>{0x401234, 0x401000});
+  REQUIRE(cur.Next(&r));
+  REQUIRE(log::ParseStackDef(r, &sd));
+  CHECK(sd.epoch == 5);
+  CHECK_FALSE(sd.truncated);
+}
+
+TEST_CASE("stack table: a truncated stack ends with a [truncated] frame, also when the format "
+          "cuts it (issue 14)",
+          "[encoder][stacks]") {
+  StackTable st(1);
+  st.Define(0, 1, 0, {0x3011, 0x2005}, true);   // cut by the tracer's walk
+  st.Define(0, 2, 0, {0x3011, 0x2005}, false);  // the same PCs, complete
+  std::vector<uint64_t> deep;
+  for (uint64_t i = 0; i < 100; ++i) deep.push_back(0xd111);
+  st.Define(0, 3, 0, deep, false);  // an inlined frame each: 200 frames, the format cuts it
+  for (uint64_t id = 1; id <= 3; ++id) CHECK(st.Ref(0, id) == id);
+  MemorySink sink;
+  GoTraceWriter w(&sink, 1, 1000);
+  auto fake = testing::StandardFakeSymbolizer()(log::LogFile{});
+  StackStats stats;
+  st.WriteAll(&w, {fake.get()}, &stats);
+  CHECK(stats.cut == 1);
+  CHECK(stats.truncated == 1);
+  REQUIRE(w.Finish(1).ok());
+  std::map<uint64_t, std::string> strings;
+  std::map<uint64_t, std::vector<GoFrame>> got = ParseStacks(sink.bytes, &strings);
+  REQUIRE(got[1].size() == 3);
+  CHECK(strings[got[1][0].func] == "pthread_mutex_lock");
+  CHECK(strings[got[1][1].func] == "worker");
+  CHECK(strings[got[1][2].func] == StackTable::kTruncatedFrame);
+  CHECK(got[1][2].pc >= (1ull << 47));  // a PC of its own
+  REQUIRE(got[2].size() == 2);
+  CHECK(strings[got[2][1].func] == "worker");
+  REQUIRE(got[3].size() == go::kMaxStackFrames);
+  CHECK(strings[got[3].back().func] == StackTable::kTruncatedFrame);
+  CHECK(got[3].back().pc == got[1][2].pc);
+}
+
 // ---------------------------------------------------------------------------
 // Checker: each rule of the parser we rely on, violated once.
 

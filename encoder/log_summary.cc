@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/log_summary.cc - who a log's process was, and what it did -===//
+#include "encoder/log_summary.h"
+
+#include <algorithm>
+
+#include "encoder/log_reader.h"
+
+namespace gotrace {
+
+bool LogSummary::quiet() const {
+  const uint64_t heap_moved = heap_max >= heap_min ? heap_max - heap_min : 0;
+  return threads <= 1 && blocking_waits == 0 && creates == 0 && annotations == 0 &&
+         heap_moved < (uint64_t{1} << 20);
+}
+
+Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSummary* out) {
+  log::LogSet set;
+  std::vector<std::string> paths = {path};
+  Status st = set.Open(paths, log::ReadOptions{false});
+  if (!st.ok()) return st;
+  const log::LogFile& f = set.files()[0];
+  out->pid = f.header.pid;
+  out->ppid = f.header.ppid;
+  out->start_ns = f.header.start_ns;
+  out->end_ns = f.header.start_ns;
+  for (uint32_t s = 0; s < set.streams().size(); ++s) {
+    const log::Stream& stream = set.streams()[s];
+    const bool thread = stream.serial != log::kProcessSerial && stream.serial != log::kKernelSerial;
+    if (thread) ++out->threads;
+    log::StreamCursor cur(set, s);
+    log::Record r;
+    while (cur.Next(&r)) {
+      ++out->records;
+      if (stream.serial != log::kKernelSerial) out->end_ns = std::max(out->end_ns, r.ts);
+      switch (r.type) {
+        case log::kWait: {
+          const auto kind = static_cast<log::WaitKind>(r.wait.kind);
+          const bool io = kind == log::WaitKind::kSyscall || kind == log::WaitKind::kNet;
+          if (!io || (r.wait.flags & log::kWaitOpen) || r.wait.duration >= block_threshold_ns)
+            ++out->blocking_waits;
+          break;
+        }
+        case log::kThreadCreate:
+          ++out->creates;
+          break;
+        case log::kHeap:
+          out->heap_min = std::min(out->heap_min, r.heap.bytes);
+          out->heap_max = std::max(out->heap_max, r.heap.bytes);
+          break;
+        case log::kTaskBegin:
+        case log::kTaskEnd:
+        case log::kRegion:
+        case log::kUserLog:
+          ++out->annotations;
+          break;
+        case log::kExitStatus:
+          if (r.exit.status & log::kExitExec) out->exec_d = true;
+          else out->exit_status = static_cast<int64_t>(r.exit.status & 0xffff);
+          break;
+        case log::kChildExit:
+          out->child_exits.emplace_back(static_cast<uint32_t>(r.child.pid),
+                                        static_cast<int>(r.child.status));
+          break;
+        case log::kTraceEnd:
+          out->complete = true;
+          out->end_ns = std::max(out->end_ns, r.ts);
+          break;
+        case log::kProcessInfo: {
+          log::ProcessInfoFields pi;
+          if (log::ParseProcessInfo(r, &pi)) {
+            out->argv = std::move(pi.argv);
+            out->exe = std::move(pi.exe);
+            out->descendant = (pi.flags & 1) != 0;
+            if (pi.ppid != 0) out->ppid = static_cast<uint32_t>(pi.ppid);
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gotrace

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/run_finish.cc - a whole run's logs become its traces ------===//
+#include "encoder/run_finish.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "encoder/encode.h"
+#include "encoder/log_summary.h"
+#include "symbolizer/dw_symbolizer.h"
+
+namespace gotrace {
+namespace {
+
+bool EndsWith(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string Base(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+double NowSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string Grouped(uint64_t v) {
+  std::string d = std::to_string(v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
+std::string HumanBytes(uint64_t b) {
+  char buf[32];
+  if (b < 10 * 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+  else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
+  return buf;
+}
+
+// The paths of every gotrace log some live process holds open (a process
+// still running: a background job, a daemon that outlived the program).
+std::set<std::string> OpenLogs() {
+  std::set<std::string> open;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return open;
+  while (dirent* p = readdir(proc)) {
+    if (p->d_name[0] < '0' || p->d_name[0] > '9') continue;
+    const std::string fds = std::string("/proc/") + p->d_name + "/fd";
+    DIR* d = opendir(fds.c_str());
+    if (d == nullptr) continue;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char target[4096];
+      const std::string link = fds + "/" + e->d_name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      if (EndsWith(target, ".gtlog")) open.insert(target);
+    }
+    closedir(d);
+  }
+  closedir(proc);
+  return open;
+}
+
+struct Item {
+  std::string log;      // as found
+  std::string claimed;  // renamed to, while we encode it
+  std::string trace;    // the trace it becomes: log minus ".gtlog"
+  LogSummary sum;
+  bool readable = false;
+  bool no_events = false;
+  bool running = false;  // no end record, held open by a live process
+  bool killed = false;   // no end record, held by nobody
+  bool quiet = false;
+  bool encoded = false;
+  std::string written;   // the trace actually written (a taken name gets .1, ...)
+  std::string error;
+  EncodeStats stats;
+};
+
+// The run's logs: OUTDIR/PREFIX*.gtlog not older than the stamp.
+std::vector<Item> FindLogs(const GotraceFinishRequest& req, const std::set<std::string>& seen) {
+  std::vector<Item> items;
+  struct stat stamp {};
+  const bool have_stamp = req.stamp_path != nullptr && stat(req.stamp_path, &stamp) == 0;
+  DIR* d = opendir(req.outdir);
+  if (d == nullptr) return items;
+  const std::string prefix = req.prefix != nullptr ? req.prefix : "";
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0 || !EndsWith(name, ".gtlog")) continue;
+    const std::string path = std::string(req.outdir) + "/" + name;
+    if (seen.count(path)) continue;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    // Not older: file times are coarse (a jiffy), a log made in the same
+    // tick as the stamp is the run's.
+    if (have_stamp && (st.st_mtim.tv_sec < stamp.st_mtim.tv_sec ||
+                       (st.st_mtim.tv_sec == stamp.st_mtim.tv_sec &&
+                        st.st_mtim.tv_nsec < stamp.st_mtim.tv_nsec))) {
+      continue;
+    }
+    Item it;
+    it.log = path;
+    it.trace = path.substr(0, path.size() - 6);
+    items.push_back(std::move(it));
+  }
+  closedir(d);
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.log < b.log; });
+  return items;
+}
+
+std::string StatusJson(int64_t status, bool exec_d) {
+  if (exec_d) return "{\"exec\":true}";
+  if (status < 0) return "null";
+  const int st = static_cast<int>(status);
+  if (WIFEXITED(st)) return "{\"code\":" + std::to_string(WEXITSTATUS(st)) + "}";
+  if (WIFSIGNALED(st)) {
+    const char* name = sigabbrev_np(WTERMSIG(st));
+    return "{\"signal\":" + std::to_string(WTERMSIG(st)) + ",\"name\":\"SIG" +
+           std::string(name ? name : "?") + "\"" + (WCOREDUMP(st) ? ",\"core\":true" : "") + "}";
+  }
+  return "null";
+}
+
+std::string StatusText(int64_t status, bool exec_d) {
+  if (exec_d) return "exec";
+  if (status < 0) return "?";
+  const int st = static_cast<int>(status);
+  if (WIFEXITED(st)) return std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st)) {
+    const char* name = sigabbrev_np(WTERMSIG(st));
+    return std::string("SIG") + (name ? name : "?");
+  }
+  return "?";
+}
+
+std::string Json(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          out += b;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// Encodes items[i] for every i in `jobs`, on every CPU.
+void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
+               const GotraceFinishRequest& req) {
+  if (jobs.empty()) return;
+  DwOptions dw;
+  dw.offline = true;  // no network in a run's tail (debuginfod: gotrace encode)
+  EncodeOptions opts;
+  opts.model.block_threshold_ns = req.block_threshold_ns;
+  opts.model.check = CheckEventsByDefault();
+  opts.strict = false;  // a killed process's log is incomplete; damage is skipped and said
+  opts.output_mode = OutputMode::kUnique;
+  opts.file_mode = 0600;
+  opts.symbolizer = SharedSymbolizerFactory(dw);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < jobs.size();) {
+      Item& it = items[jobs[k]];
+      const std::string log = it.claimed;
+      const Status st = Encode(std::span<const std::string>(&log, 1), it.trace, opts, &it.stats);
+      if (st.ok()) {
+        it.encoded = true;
+        it.written = it.stats.output_path;
+      } else {
+        it.error = st.message();
+        it.no_events = it.stats.no_events;
+      }
+    }
+  };
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n = std::min<size_t>(cpus, jobs.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < n; ++i) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
+int FinishRun(const GotraceFinishRequest& req) {
+  const double t0 = NowSeconds();
+  const char* prog = req.prog_name != nullptr ? req.prog_name : "tracewrap";
+  std::vector<Item> items;
+  std::set<std::string> seen;
+  int running = 0, empty_killed = 0;
+  // Twice: once while the marker exists (every process that ends now leaves
+  // its log to us), once after it is gone, for the logs of processes that
+  // ended in between (a process that ends after that encodes its own).
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      if (req.alive_path != nullptr) unlink(req.alive_path);
+    }
+    std::vector<Item> found = FindLogs(req, seen);
+    if (found.empty()) continue;
+    const std::set<std::string> open = OpenLogs();
+    std::vector<size_t> jobs;
+    for (Item& it : found) {
+      seen.insert(it.log);
+      const Status st = SummarizeLog(it.log, req.block_threshold_ns, &it.sum);
+      it.readable = st.ok();
+      if (!it.sum.complete) {
+        char real[4096];
+        const std::string resolved = realpath(it.log.c_str(), real) ? real : it.log;
+        if (open.count(resolved) || open.count(it.log)) {
+          it.running = true;  // a live process's: it writes its own trace when it ends
+          continue;
+        }
+        it.killed = true;
+      }
+      if (!it.readable && !it.killed) {
+        it.error = st.message();
+      }
+      // A descendant that recorded nothing worth showing: no trace file.
+      it.quiet = it.readable && it.sum.complete && it.sum.quiet() &&
+                 static_cast<int>(it.sum.pid) != req.root_pid;
+      // Claim it: a process that outlived the run may be about to encode
+      // its own log; the one that renames it first does.
+      it.claimed = it.log + ".run";
+      if (rename(it.log.c_str(), it.claimed.c_str()) != 0) {
+        it.claimed.clear();
+        continue;
+      }
+      if (it.quiet) continue;
+      jobs.push_back(items.size() + (&it - found.data()));
+    }
+    const size_t base = items.size();
+    for (Item& it : found) items.push_back(std::move(it));
+    (void)base;
+    EncodeAll(items, jobs, req);
+  }
+
+  // Give back or remove the logs.
+  for (Item& it : items) {
+    if (it.claimed.empty()) continue;
+    const bool keep = req.keep_logs || (!it.encoded && !it.quiet && !it.no_events);
+    if (keep) rename(it.claimed.c_str(), it.log.c_str());
+    else unlink(it.claimed.c_str());
+  }
+
+  // Exit statuses a process could not record itself (killed): its parent's.
+  std::map<uint32_t, int> reaped;
+  for (const Item& it : items)
+    for (const auto& [pid, st] : it.sum.child_exits) reaped[pid] = st;
+  auto status_of = [&](const Item& it) -> int64_t {
+    if (it.sum.exit_status >= 0) return it.sum.exit_status;
+    if (it.sum.exec_d) return -1;
+    if (static_cast<int>(it.sum.pid) == req.root_pid) return req.root_status;
+    auto r = reaped.find(it.sum.pid);
+    return r != reaped.end() ? r->second : -1;
+  };
+
+  // Lines.
+  int traces = 0, quiet = 0, killed_traces = 0;
+  std::vector<const Item*> quiet_items;
+  for (const Item& it : items) {
+    if (it.encoded) ++traces;
+    if (it.quiet) {
+      ++quiet;
+      quiet_items.push_back(&it);
+    }
+    if (it.running) ++running;
+  }
+  char cwd[4096];
+  const std::string here = getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" : "";
+  auto shown = [&](const std::string& p) {
+    return !here.empty() && p.compare(0, here.size(), here) == 0 ? p.substr(here.size()) : p;
+  };
+  for (const Item& it : items) {
+    if (it.running || it.quiet) continue;
+    if (it.killed) {
+      if (it.encoded) {
+        ++killed_traces;
+        if (!req.quiet)
+          std::fprintf(stderr, "%s: recovered %s (%s events) from the log of a process killed before it could write it\n",
+                       prog, it.written.c_str(), Grouped(it.stats.events).c_str());
+      } else if (it.no_events) {
+        ++empty_killed;
+      } else {
+        std::fprintf(stderr, "%s: could not recover a trace from %s (try: gotrace recover %s -o %s)\n",
+                     prog, it.log.c_str(), it.log.c_str(), it.trace.c_str());
+      }
+      continue;
+    }
+    if (!it.encoded && !it.no_events) {
+      std::fprintf(stderr, "%s: could not write %s: %s (the log is kept: gotrace encode %s -o %s)\n",
+                   prog, it.trace.c_str(), it.error.c_str(), it.log.c_str(), it.trace.c_str());
+    }
+    for (const auto& w : it.stats.warnings)
+      if (!req.quiet) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
+  }
+  // The program's own trace: the line the process itself printed before.
+  const double secs = NowSeconds() - t0;
+  if (!req.quiet) {
+    for (const Item& it : items) {
+      if (!it.encoded || it.killed || static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d)
+        continue;
+      const std::string p = shown(it.written);
+      std::fprintf(stderr,
+                   "gotrace: wrote %s (%s %s, %s events, %s; scheduling %s) in %.2f s; view with: go tool trace %s\n",
+                   p.c_str(), Grouped(it.stats.model.threads).c_str(),
+                   it.stats.model.threads == 1 ? "thread" : "threads",
+                   Grouped(it.stats.events).c_str(), HumanBytes(it.stats.bytes).c_str(),
+                   it.stats.model.kernel_processes > 0 ? "from the kernel" : "inferred", secs,
+                   p.c_str());
+      if (it.stats.model.dropped_records > 0)
+        std::fprintf(stderr, "gotrace: the trace has gaps: %s records dropped (the log could not be written)\n",
+                     Grouped(it.stats.model.dropped_records).c_str());
+    }
+  }
+
+  // The index: every process of the run.
+  std::vector<const Item*> procs;
+  for (const Item& it : items)
+    if (it.readable || it.killed) procs.push_back(&it);
+  std::sort(procs.begin(), procs.end(), [](const Item* a, const Item* b) {
+    return a->sum.start_ns != b->sum.start_ns ? a->sum.start_ns < b->sum.start_ns : a->log < b->log;
+  });
+  if (req.index_path != nullptr && req.index_path[0] != '\0') {
+    std::string j = "{\n  \"version\": 1,\n  \"command\": [";
+    for (const char* const* a = req.argv; a != nullptr && *a != nullptr; ++a)
+      j += (a == req.argv ? "" : ", ") + Json(*a);
+    j += "],\n  \"duration_ns\": " + std::to_string(req.end_ns - req.start_ns) +
+         ",\n  \"exit\": " + StatusJson(req.root_status, false) +
+         ",\n  \"traces\": " + std::to_string(traces) + ",\n  \"quiet\": " + std::to_string(quiet) +
+         ",\n  \"running\": " + std::to_string(running) + ",\n  \"processes\": [";
+    for (size_t i = 0; i < procs.size(); ++i) {
+      const Item& it = *procs[i];
+      const uint64_t start = it.sum.start_ns > req.start_ns ? it.sum.start_ns - req.start_ns : 0;
+      j += i == 0 ? "\n" : ",\n";
+      j += "    {\"pid\": " + std::to_string(it.sum.pid) + ", \"ppid\": " + std::to_string(it.sum.ppid);
+      j += ", \"argv\": [";
+      for (size_t a = 0; a < it.sum.argv.size(); ++a) j += (a ? ", " : "") + Json(it.sum.argv[a]);
+      j += "], \"exe\": " + Json(it.sum.exe);
+      j += ", \"start_ns\": " + std::to_string(start);
+      j += ", \"duration_ns\": " + std::to_string(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns));
+      j += ", \"exit\": " + StatusJson(status_of(it), it.sum.exec_d);
+      j += ", \"trace\": " + (it.encoded ? Json(Base(it.written)) : std::string("null"));
+      j += ", \"quiet\": " + std::string(it.quiet ? "true" : "false");
+      j += ", \"recovered\": " + std::string(it.killed && it.encoded ? "true" : "false");
+      j += ", \"running\": " + std::string(it.running ? "true" : "false");
+      j += ", \"threads\": " + std::to_string(it.encoded ? it.stats.model.threads : it.sum.threads);
+      j += ", \"events\": " + std::to_string(it.encoded ? it.stats.events : 0);
+      j += ", \"records\": " + std::to_string(it.sum.records) + "}";
+    }
+    j += "\n  ]\n}\n";
+    const std::string tmp = std::string(req.index_path) + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f != nullptr && std::fwrite(j.data(), 1, j.size(), f) == j.size() && std::fclose(f) == 0) {
+      chmod(tmp.c_str(), 0600);
+      rename(tmp.c_str(), req.index_path);
+    } else {
+      if (f != nullptr) std::fclose(f);
+      unlink(tmp.c_str());
+      std::fprintf(stderr, "%s: cannot write %s: %s\n", prog, req.index_path, std::strerror(errno));
+    }
+  }
+
+  if (!req.quiet) {
+    if (running > 0)
+      std::fprintf(stderr, "%s: %d process(es) of the run are still running; each writes its trace when it ends\n",
+                   prog, running);
+    if (empty_killed > 0)
+      std::fprintf(stderr, "%s: %d killed process(es) had recorded nothing yet and left no trace\n",
+                   prog, empty_killed);
+    if (procs.size() > 1 && req.follow) {
+      // The table: the processes that did the most, then the quiet ones.
+      std::vector<const Item*> shown_procs;
+      for (const Item* it : procs)
+        if (it->encoded) shown_procs.push_back(it);
+      std::stable_sort(shown_procs.begin(), shown_procs.end(), [](const Item* a, const Item* b) {
+        return a->stats.events > b->stats.events;
+      });
+      std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s\n",
+                   prog, procs.size(), traces, quiet,
+                   req.index_path ? "; index: " : "", req.index_path ? shown(req.index_path).c_str() : "");
+      std::fprintf(stderr, "  %7s %7s %6s %9s %10s  %s\n", "pid", "ppid", "exit", "time", "events",
+                   "command");
+      const size_t rows = std::min<size_t>(shown_procs.size(), 8);
+      for (size_t i = 0; i < rows; ++i) {
+        const Item& it = *shown_procs[i];
+        std::string cmd = CommandLine(it.sum.argv);
+        if (cmd.empty()) cmd = Base(it.sum.exe);
+        if (cmd.size() > 40) cmd = cmd.substr(0, 37) + "...";
+        std::fprintf(stderr, "  %7u %7u %6s %8.3fs %10s  %s\n", it.sum.pid, it.sum.ppid,
+                     StatusText(status_of(it), it.sum.exec_d).c_str(),
+                     static_cast<double>(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns)) * 1e-9,
+                     Grouped(it.stats.events).c_str(), cmd.c_str());
+      }
+      if (shown_procs.size() > rows)
+        std::fprintf(stderr, "  ... and %zu more traces\n", shown_procs.size() - rows);
+      if (!quiet_items.empty()) {
+        std::map<std::string, int> by_name;
+        for (const Item* it : quiet_items)
+          ++by_name[it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0])];
+        std::string list;
+        for (const auto& [name, n] : by_name)
+          list += (list.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+        if (list.size() > 200) list = list.substr(0, 197) + "...";
+        std::fprintf(stderr, "  quiet: %s\n", list.c_str());
+      }
+    } else if (traces == 0 && empty_killed == 0 && running == 0 && quiet == 0) {
+      std::fprintf(stderr,
+                   "%s: no trace was written to %s/%s*: did the program run another with LD_PRELOAD "
+                   "removed from its environment (as env -i does) before recording anything?\n",
+                   prog, req.outdir, req.prefix);
+    }
+  }
+  return traces;
+}
+
+}  // namespace gotrace

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- unwind/cfi_unwind.cc - stack walks: frame pointers or DWARF CFI ---===//
+#include "unwind/cfi_unwind.h"
+
+namespace gotrace::unwind {
+namespace {
+
+// 2^15 rows of 32 bytes: 1 MiB reserved, a page committed per 128 rows
+// touched. A large interpreter's waits meet a few thousand return addresses.
+constexpr unsigned kRowCacheLog2 = 15;
+
+// A word of the stack, if it is inside the bounds and aligned.
+inline bool ReadStack(FpBounds b, uintptr_t a, uintptr_t* v) {
+  if ((a & 7) != 0 || a < b.lo || b.hi < 8 || a > b.hi - 8) return false;
+  *v = *reinterpret_cast<const uintptr_t*>(a);
+  return true;
+}
+
+struct Lookup {
+  uint32_t gen;  // the code map's generation when the walk began
+  CodeMemo memo;
+  bool stale_map = false;
+};
+
+// A row-cache miss: decode pc's row from its object's tables (and cache it).
+__attribute__((noinline)) bool RowForSlow(const UnwindContext& cx, uintptr_t pc, UnwindRow* row,
+                                          Lookup* lk);
+
+// The row for return address pc. False if pc is not code.
+inline bool RowFor(const UnwindContext& cx, uintptr_t pc, UnwindRow* row, Lookup* lk) {
+  if (cx.rows->Find(pc, lk->gen, row)) return true;
+  return RowForSlow(cx, pc, row, lk);
+}
+
+bool RowForSlow(const UnwindContext& cx, uintptr_t pc, UnwindRow* row, Lookup* lk) {
+  if (!cx.code->IsCode(pc, &lk->memo)) return false;
+  const uint32_t gen = lk->gen;
+  *row = UnwindRow{};
+  row->kind = UnwindRow::kNoCfi;
+  CodeMap::ModuleReadScope scope(*cx.code);
+  if (!scope.ok()) {
+    // An unload in progress, or a map that may list unloaded objects: read
+    // no table, cache nothing; frame pointers for this frame.
+    lk->stale_map = lk->stale_map || scope.stale_map();
+    return true;
+  }
+  CodeModule m;
+  if (!cx.code->ModuleOf(pc, &m)) return true;  // the map moved meanwhile: not cached
+  switch (FindUnwindRow(m, pc, true, row)) {
+    case CfiStatus::kFound: break;
+    case CfiStatus::kNoFde: row->kind = UnwindRow::kNoCfi; break;
+    case CfiStatus::kBad: row->kind = UnwindRow::kUnsupported; break;
+  }
+  cx.rows->Insert(pc, gen, *row);
+  return true;
+}
+
+// One frame up from r by row. Returns false with *end set when the walk
+// stops here.
+bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* end) {
+  switch (row.kind) {
+    case UnwindRow::kOutermost: *end = WalkEnd::kOutermost; return false;
+    case UnwindRow::kSignal: *end = WalkEnd::kSignalFrame; return false;
+    case UnwindRow::kCfi: break;
+    case UnwindRow::kNoCfi: {
+      // No unwind tables: the frame pointer, if it designates a frame record
+      // above this frame's stack pointer. A zero frame pointer is the ABI's
+      // mark of the outermost frame.
+      if (!r.fp_valid) {
+        *end = WalkEnd::kNoUnwindInfo;
+        return false;
+      }
+      if (r.fp == 0) {
+        *end = WalkEnd::kOutermost;
+        return false;
+      }
+      uintptr_t saved_fp, ra;
+      if (r.fp < r.sp || !ReadStack(b, r.fp, &saved_fp) || !ReadStack(b, r.fp + 8, &ra)) {
+        *end = WalkEnd::kNoUnwindInfo;
+        return false;
+      }
+      *next = Regs{ra, r.fp + 16, saved_fp, true};
+      return true;
+    }
+    default: *end = WalkEnd::kNoUnwindInfo; return false;
+  }
+  uintptr_t cfa;
+  if (row.cfa_reg == UnwindRow::kSp) {
+    cfa = r.sp + static_cast<intptr_t>(row.cfa_off);
+  } else if (r.fp_valid) {
+    cfa = r.fp + static_cast<intptr_t>(row.cfa_off);
+  } else {
+    *end = WalkEnd::kNoUnwindInfo;
+    return false;
+  }
+  if (row.cfa_deref != 0 && !ReadStack(b, cfa, &cfa)) {
+    *end = WalkEnd::kBadFrame;
+    return false;
+  }
+  uintptr_t ra;
+  if (cfa <= r.sp || cfa > b.hi || !ReadStack(b, cfa + static_cast<intptr_t>(row.ra_off), &ra)) {
+    *end = WalkEnd::kBadFrame;
+    return false;
+  }
+  Regs n{ra, cfa, r.fp, r.fp_valid};
+  switch (row.fp_rule) {
+    case UnwindRow::kSame: break;
+    case UnwindRow::kAtCfa:
+      n.fp_valid = ReadStack(b, cfa + static_cast<intptr_t>(row.fp_off), &n.fp);
+      break;
+    case UnwindRow::kAtFp:
+      n.fp_valid = r.fp_valid && ReadStack(b, r.fp + static_cast<intptr_t>(row.fp_off), &n.fp);
+      break;
+    default: n.fp_valid = false;
+  }
+  if (!n.fp_valid) n.fp = 0;
+  *next = n;
+  return true;
+}
+
+WalkResult AutoWalk(const UnwindContext& cx, const Regs& start, FpBounds b, uint64_t* pcs,
+                    size_t max) {
+  WalkResult res;
+  Lookup lk{cx.code->generation(), CodeMemo{}, false};
+  UnwindRow row;
+  if (max == 0) {
+    res.end = WalkEnd::kDepth;
+    return res;
+  }
+  if (!RowFor(cx, start.pc, &row, &lk)) {
+    res.end = WalkEnd::kNotCode;
+    res.bad_pc = start.pc;
+    return res;
+  }
+  pcs[res.n++] = start.pc;
+  Regs r = start;
+  for (;;) {
+    Regs next;
+    if (!Step(row, r, b, &next, &res.end)) break;
+    if (!RowFor(cx, next.pc, &row, &lk)) {
+      res.end = WalkEnd::kNotCode;
+      res.bad_pc = next.pc;
+      break;
+    }
+    if (res.n == max) {
+      res.end = WalkEnd::kDepth;
+      break;
+    }
+    pcs[res.n++] = next.pc;
+    r = next;
+  }
+  res.stale_map = lk.stale_map;
+  return res;
+}
+
+WalkResult FpWalk(const UnwindContext& cx, const Regs& start, FpBounds b, uint64_t* pcs,
+                  size_t max) {
+  CodeMemo memo;
+  auto is_code = [&](uintptr_t pc) { return cx.code->IsCode(pc, &memo); };
+  WalkResult res;
+  if (max == 0) {
+    res.end = WalkEnd::kDepth;
+    return res;
+  }
+  if (!is_code(start.pc)) {
+    res.end = WalkEnd::kNotCode;
+    res.bad_pc = start.pc;
+    return res;
+  }
+  pcs[0] = start.pc;
+  if (!start.fp_valid) {
+    res.n = 1;
+    res.end = WalkEnd::kNoUnwindInfo;
+    return res;
+  }
+  res = FpUnwind(start.fp, start.sp, b, pcs + 1, max - 1, is_code);
+  ++res.n;
+  return res;
+}
+
+}  // namespace
+
+bool RegsFromFrame(const void* frame, FpBounds b, Regs* out) {
+  const auto f = reinterpret_cast<uintptr_t>(frame);
+  uintptr_t saved_fp, ra;
+  if (!ReadStack(b, f, &saved_fp) || !ReadStack(b, f + 8, &ra)) return false;
+  *out = Regs{ra, f + 16, saved_fp, true};
+  return true;
+}
+
+UnwindContext ProcessUnwind() { return UnwindContext{&ProcessCode(), &ProcessRows()}; }
+
+bool CfiSupported() {
+#if defined(__x86_64__)
+  return true;
+#else
+  // The walk from an interposer's frame needs its CFA, which on aarch64 is
+  // not at a fixed place from the frame record; and signed return addresses
+  // are not stripped. Untested there: frame pointers.
+  return false;
+#endif
+}
+
+WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBounds b,
+                uint64_t* pcs, size_t max) {
+  // The code map may be rebuilt during the walk (a library found or gone):
+  // a range the walk relied on could then be stale. Walk again; twice in a
+  // row means the program is loading and unloading without pause, and the
+  // second walk's answer is kept (each of its PCs was code when checked).
+  // Likewise if code was unloaded meanwhile: the walk used rows of the
+  // generation it began with.
+  WalkResult res;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const uint32_t v = cx.code->version(), gen = cx.code->generation();
+    res = mode == WalkMode::kAuto && CfiSupported() ? AutoWalk(cx, start, b, pcs, max)
+                                                     : FpWalk(cx, start, b, pcs, max);
+    if (cx.code->version() == v && cx.code->generation() == gen) break;
+  }
+  return res;
+}
+
+WalkResult CheckCode(const UnwindContext& cx, const uint64_t* pcs, size_t n, size_t max) {
+  CodeMemo memo;
+  WalkResult res;
+  for (res.n = 0; res.n < n; ++res.n) {
+    if (!cx.code->IsCode(pcs[res.n], &memo)) {
+      res.end = WalkEnd::kNotCode;
+      res.bad_pc = pcs[res.n];
+      return res;
+    }
+  }
+  if (n == max) res.end = WalkEnd::kDepth;
+  return res;
+}
+
+bool UnwindInit() {
+  LoaderLookupInit();
+  return ProcessRows().Init(kRowCacheLog2);
+}
+
+}  // namespace gotrace::unwind
