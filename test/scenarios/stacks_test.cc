@@ -551,8 +551,10 @@ AutoRun RunAuto(const std::string& program, const std::vector<std::string>& env,
   a.sync = ParseRaw(sync.raw);
   a.net = ParseRaw(net.raw);
   ProcOptions o;
+  // No CPU samples in the kept log: their call chains are the kernel's
+  // frame-pointer walk, cut where it leaves code, not this unwinder's.
   o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("kept.trace"), "GOTRACE_KEEP_LOG=1",
-           "STACKS_MAPS_OUT=" + dir.File("maps2")};
+           "GOTRACE_CPU_HZ=0", "STACKS_MAPS_OUT=" + dir.File("maps2")};
   o.env.insert(o.env.end(), env.begin(), env.end());
   ProcResult kept = RunProcess({Scenario(program)}, o);
   INFO(kept.Describe() << "\n" << kept.err);
