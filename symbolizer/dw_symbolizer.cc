@@ -37,6 +37,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -826,15 +828,59 @@ class Module {
   std::unique_ptr<SymbolIndex> symbols_;
 };
 
+// Modules shared by the symbolizers of many processes (a launcher encoding a
+// whole run: the compiler of a build is opened and indexed once, not once
+// per compile). Each file is opened at load bias 0 and asked for the
+// file's own addresses (a process's address minus its load bias). Keyed by
+// the file's identity (device, inode, size, modification time), so a file
+// replaced between two processes is opened anew. libdw is not thread-safe:
+// every use goes through the pool's lock; the encoders around it (the
+// scheduling model, the writing) run in parallel.
+class ModulePool {
+ public:
+  explicit ModulePool(const DwOptions& options) : options_(options) {}
+
+  Module* Get(const std::string& path) {
+    struct stat st {};
+    std::string key = path;
+    if (stat(path.c_str(), &st) == 0) {
+      char id[96];
+      std::snprintf(id, sizeof id, "|%ju:%ju:%jd:%jd.%ld", static_cast<uintmax_t>(st.st_dev),
+                    static_cast<uintmax_t>(st.st_ino), static_cast<intmax_t>(st.st_size),
+                    static_cast<intmax_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+      key += id;
+    }
+    auto [it, inserted] = modules_.try_emplace(key);
+    if (inserted) it->second = std::make_unique<Module>(path, 0, options_);
+    return it->second.get();
+  }
+  std::mutex& mu() { return mu_; }
+
+ private:
+  DwOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Module>> modules_;
+};
+
 class DwSymbolizer final : public Symbolizer {
  public:
-  explicit DwSymbolizer(const DwOptions& options) : options_(options) {}
+  explicit DwSymbolizer(const DwOptions& options, std::shared_ptr<ModulePool> pool = nullptr)
+      : pool_(std::move(pool)), options_(options) {}
 
   void ModuleLoaded(const log::ModuleLoadFields& f) override {
     if (f.lo >= f.hi) return;
-    auto [it, inserted] = modules_.try_emplace(std::make_pair(f.path, f.bias));
-    if (inserted) it->second = std::make_unique<Module>(f.path, f.bias, options_);
-    maps_.push_back(Mapping{f.epoch, kNever, f.lo, f.hi, it->second.get()});
+    Module* module;
+    uint64_t rebase = 0;
+    if (pool_) {
+      std::lock_guard<std::mutex> lock(pool_->mu());
+      module = pool_->Get(f.path);
+      rebase = f.bias;
+    } else {
+      auto [it, inserted] = modules_.try_emplace(std::make_pair(f.path, f.bias));
+      if (inserted) it->second = std::make_unique<Module>(f.path, f.bias, options_);
+      module = it->second.get();
+    }
+    maps_.push_back(Mapping{f.epoch, kNever, f.lo, f.hi, module, rebase});
     sorted_ = false;
   }
 
@@ -845,7 +891,14 @@ class DwSymbolizer final : public Symbolizer {
   }
 
   void Symbolize(uint64_t addr, uint32_t epoch, std::vector<SymFrame>* out) override {
-    if (const Mapping* m = Find(addr, epoch); m != nullptr) m->module->Symbolize(addr, out);
+    const Mapping* m = Find(addr, epoch);
+    if (m == nullptr) return;
+    if (pool_) {
+      std::lock_guard<std::mutex> lock(pool_->mu());
+      m->module->Symbolize(addr - m->rebase, out);
+    } else {
+      m->module->Symbolize(addr, out);
+    }
   }
 
  private:
@@ -854,6 +907,7 @@ class DwSymbolizer final : public Symbolizer {
     uint64_t unload_epoch;  // kNever while mapped
     uint64_t lo, hi;
     Module* module;
+    uint64_t rebase;  // subtracted from an address before the module sees it
   };
 
   // The mapping at addr in `epoch`; of several, the latest load (by epoch,
@@ -889,6 +943,7 @@ class DwSymbolizer final : public Symbolizer {
   }
 
   std::map<std::pair<std::string, uint64_t>, std::unique_ptr<Module>> modules_;
+  std::shared_ptr<ModulePool> pool_;
   std::vector<Mapping> maps_;  // log order
   // maps_ indices by lo, and the running maximum of hi in that order.
   std::vector<uint32_t> order_;
@@ -933,6 +988,13 @@ std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
 SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& options) {
   return [options](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
     return MakeDwSymbolizer(options);
+  };
+}
+
+SymbolizerFactory SharedSymbolizerFactory(const DwOptions& options) {
+  auto pool = std::make_shared<ModulePool>(options);
+  return [options, pool](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
+    return std::make_unique<DwSymbolizer>(options, pool);
   };
 }
 

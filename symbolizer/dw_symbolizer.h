@@ -47,6 +47,10 @@ std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline = false);  // system_d
 // use.
 SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& options);
 SymbolizerFactory DefaultSymbolizerFactory(bool offline = false);  // system_dwarf = true
+// Symbolizers that share their opened files and answers, for encoding many
+// processes' logs (on several threads: the sharing is locked): each file is
+// opened and indexed once for all of them.
+SymbolizerFactory SharedSymbolizerFactory(const DwOptions& options);
 
 // Whether `path`, already resolved (realpath), is in a system library
 // directory: /lib, /lib64, /usr/lib, /usr/lib64 or /usr/libexec, or below.
