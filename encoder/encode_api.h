@@ -34,4 +34,33 @@ struct GotraceEncodeResult {
 // Returns 0 on success.
 __attribute__((visibility("default"))) int gotrace_encode_v1(const GotraceEncodeRequest* req,
                                                              GotraceEncodeResult* res);
+
+// --- The launcher (tracewrap, gotrace run) -> libgotrace_encode.so -----------
+// After the program ended: every log of the run becomes its trace (killed
+// processes' too), encoded on every CPU with one symbol cache, quiet
+// processes get none, and the run's index is written (encoder/run_finish.h).
+enum { kGotraceFinishApiVersion = 1 };
+
+struct GotraceFinishRequest {
+  uint32_t version;            // kGotraceFinishApiVersion
+  const char* outdir;          // the directory of the run's files (absolute)
+  const char* prefix;          // the run's file names start with this
+  const char* stamp_path;      // files older than this are not the run's
+  const char* alive_path;      // the deferral marker (GOTRACE_DEFER); removed here
+  const char* index_path;      // the run's index (NULL: none); beside a renamed root trace if taken
+  const char* const* argv;     // the command run (NULL-terminated), for the index
+  int root_pid;                // the program the launcher started
+  int root_status;             // its wait(2) status
+  uint64_t start_ns;           // CLOCK_MONOTONIC when it was started
+  uint64_t end_ns;             // and when it ended
+  uint64_t block_threshold_ns;
+  int quiet;                   // only errors
+  int follow;                  // child processes were traced
+  int keep_logs;               // GOTRACE_KEEP_LOG
+  const char* prog_name;       // "tracewrap": the prefix of the launcher's own lines
+  int relative_paths;          // the user named the output relative to the working directory
+};
+
+// Prints its own lines. Returns the number of traces written.
+__attribute__((visibility("default"))) int gotrace_finish_run_v1(const GotraceFinishRequest* req);
 }

@@ -14,12 +14,14 @@
 // Anything else is the default.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "encoder/encode.h"
 #include "encoder/encode_api.h"
+#include "encoder/run_finish.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace {
@@ -68,4 +70,13 @@ extern "C" __attribute__((visibility("default"))) int gotrace_encode_v1(
   res->bytes = stats.bytes;
   res->dropped_records = stats.model.dropped_records;
   return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int gotrace_finish_run_v1(
+    const GotraceFinishRequest* req) {
+  if (req == nullptr || req->version != kGotraceFinishApiVersion) {
+    std::fprintf(stderr, "gotrace: libgotrace_encode.so does not match the launcher\n");
+    return 0;
+  }
+  return gotrace::FinishRun(*req);
 }

@@ -17,6 +17,8 @@
 
 #include "encoder/encode.h"
 #include "encoder/log_reader.h"
+#include "encoder/run.h"
+#include "encoder/run_finish.h"
 #include "encoder/varint.h"
 #include "symbolizer/dw_symbolizer.h"
 
@@ -27,6 +29,7 @@ constexpr const char* kUsage =
     "usage: gotrace encode [options] LOG... -o OUT\n"
     "       gotrace recover [options] LOG... -o OUT\n"
     "       gotrace dump LOG...\n"
+    "       gotrace run [options] [--] PROGRAM [ARGS...]   (tracewrap: see gotrace run --help)\n"
     "\n"
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
     "  -o, --output OUT          trace file to write (required)\n"
@@ -323,6 +326,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "run") {
+    // tracewrap's work (encoder/run.h), with the encoder linked in.
+    return gotrace::RunMain(argc - 1, argv + 1, "gotrace run",
+                            [](const GotraceFinishRequest& req, const char*) { return gotrace::FinishRun(req); });
+  }
   if (cmd == "encode") return gotrace::CmdEncode(argc - 2, argv + 2, false);
   if (cmd == "recover") return gotrace::CmdEncode(argc - 2, argv + 2, true);
   if (cmd == "dump") return gotrace::CmdDump(argc - 2, argv + 2);

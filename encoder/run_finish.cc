@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -241,7 +243,20 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
     std::vector<Item> found = FindLogs(req, seen);
     if (found.empty()) continue;
-    const std::set<std::string> open = OpenLogs();
+    // Processes killed with the program may take a moment to close their
+    // logs: a log held open is a live process's only if it stays open.
+    std::set<std::string> open = OpenLogs();
+    for (int tries = 0; tries < 5 && pass == 0; ++tries) {
+      bool any = false;
+      for (const Item& it : found) {
+        char real[4096];
+        const std::string resolved = realpath(it.log.c_str(), real) ? real : it.log;
+        any = any || open.count(resolved) > 0;
+      }
+      if (!any) break;
+      usleep(100'000);
+      open = OpenLogs();
+    }
     std::vector<size_t> jobs;
     for (Item& it : found) {
       seen.insert(it.log);
@@ -260,8 +275,10 @@ int FinishRun(const GotraceFinishRequest& req) {
         it.error = st.message();
       }
       // A descendant that recorded nothing worth showing: no trace file.
+      // The root's last image is never quiet (the run's own trace); an image
+      // of it that exec'd another program may be.
       it.quiet = it.readable && it.sum.complete && it.sum.quiet() &&
-                 static_cast<int>(it.sum.pid) != req.root_pid;
+                 (static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d);
       // Claim it: a process that outlived the run may be about to encode
       // its own log; the one that renames it first does.
       it.claimed = it.log + ".run";
@@ -309,8 +326,11 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
     if (it.running) ++running;
   }
+  // Paths as the user named the output: relative to the working directory
+  // if the name was.
   char cwd[4096];
-  const std::string here = getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" : "";
+  const std::string here =
+      req.relative_paths && getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" : "";
   auto shown = [&](const std::string& p) {
     return !here.empty() && p.compare(0, here.size(), here) == 0 ? p.substr(here.size()) : p;
   };
@@ -364,7 +384,16 @@ int FinishRun(const GotraceFinishRequest& req) {
   std::sort(procs.begin(), procs.end(), [](const Item* a, const Item* b) {
     return a->sum.start_ns != b->sum.start_ns ? a->sum.start_ns < b->sum.start_ns : a->log < b->log;
   });
-  if (req.index_path != nullptr && req.index_path[0] != '\0') {
+  // Next to the program's own trace: TRACE.index.json (its numbered name
+  // if the name was taken).
+  std::string index_path = req.index_path != nullptr ? req.index_path : "";
+  for (const Item& it : items) {
+    if (!index_path.empty() && static_cast<int>(it.sum.pid) == req.root_pid && !it.sum.exec_d &&
+        it.encoded && it.written != it.trace) {
+      index_path = it.written + ".index.json";
+    }
+  }
+  if (!index_path.empty()) {
     std::string j = "{\n  \"version\": 1,\n  \"command\": [";
     for (const char* const* a = req.argv; a != nullptr && *a != nullptr; ++a)
       j += (a == req.argv ? "" : ", ") + Json(*a);
@@ -392,15 +421,15 @@ int FinishRun(const GotraceFinishRequest& req) {
       j += ", \"records\": " + std::to_string(it.sum.records) + "}";
     }
     j += "\n  ]\n}\n";
-    const std::string tmp = std::string(req.index_path) + ".tmp";
+    const std::string tmp = index_path + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "w");
     if (f != nullptr && std::fwrite(j.data(), 1, j.size(), f) == j.size() && std::fclose(f) == 0) {
       chmod(tmp.c_str(), 0600);
-      rename(tmp.c_str(), req.index_path);
+      rename(tmp.c_str(), index_path.c_str());
     } else {
       if (f != nullptr) std::fclose(f);
       unlink(tmp.c_str());
-      std::fprintf(stderr, "%s: cannot write %s: %s\n", prog, req.index_path, std::strerror(errno));
+      std::fprintf(stderr, "%s: cannot write %s: %s\n", prog, index_path.c_str(), std::strerror(errno));
     }
   }
 
@@ -421,7 +450,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       });
       std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s\n",
                    prog, procs.size(), traces, quiet,
-                   req.index_path ? "; index: " : "", req.index_path ? shown(req.index_path).c_str() : "");
+                   index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
       std::fprintf(stderr, "  %7s %7s %6s %9s %10s  %s\n", "pid", "ppid", "exit", "time", "events",
                    "command");
       const size_t rows = std::min<size_t>(shown_procs.size(), 8);
@@ -447,7 +476,7 @@ int FinishRun(const GotraceFinishRequest& req) {
         if (list.size() > 200) list = list.substr(0, 197) + "...";
         std::fprintf(stderr, "  quiet: %s\n", list.c_str());
       }
-    } else if (traces == 0 && empty_killed == 0 && running == 0 && quiet == 0) {
+    } else if (traces == 0 && empty_killed == 0 && running == 0) {
       std::fprintf(stderr,
                    "%s: no trace was written to %s/%s*: did the program run another with LD_PRELOAD "
                    "removed from its environment (as env -i does) before recording anything?\n",

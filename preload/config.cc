@@ -40,7 +40,15 @@ void ReadConfig(Config* c) {
   if ((v = getenv("GOTRACE_DISABLE")) && Truthy(v)) c->enabled = false;
   if ((v = getenv("GOTRACE_QUIET"))) c->quiet = Truthy(v);
   if ((v = getenv("GOTRACE_KEEP_LOG"))) c->keep_log = Truthy(v);
-  if ((v = getenv("GOTRACE_DEFER"))) c->defer = Truthy(v);
+  if ((v = getenv("GOTRACE_DEFER")) && *v) {
+    const size_t n = sys::StrLen(v);
+    if (v[0] == '/' && n < sizeof c->defer_path) {
+      for (size_t i = 0; i <= n; ++i) c->defer_path[i] = v[i];
+      c->defer = true;
+    } else {
+      Invalid("GOTRACE_DEFER", v, "the absolute path of the launcher's marker file");
+    }
+  }
   if ((v = getenv("GOTRACE_FOLLOW")) && *v) c->follow = Truthy(v);
   if ((v = getenv("GOTRACE_CRASH")) && *v) c->crash = Truthy(v);
   if ((v = getenv("GOTRACE_FLUSH_MS")) && *v) {

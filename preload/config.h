@@ -37,7 +37,10 @@ struct Config {
   bool enabled = true;
   bool quiet = false;
   bool keep_log = false;
-  bool defer = false;                    // leave the log for the launcher to encode (GOTRACE_DEFER)
+  // GOTRACE_DEFER: a launcher encodes the run's logs after the program
+  // ended, while this file exists (else the process encodes its own).
+  bool defer = false;
+  char defer_path[1024] = {0};
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
   uint32_t flush_ms = 50;                // the flusher's period: kernel records, clock (0: no flusher)

@@ -630,7 +630,19 @@ void Finalize(bool for_exec) {
         sys::Line(g.log_path, sizeof g.log_path).Str(log);
       }
     }
-    return;
+    // While the launcher's marker exists it will read this log. Once it is
+    // gone (a background job that outlived the run), the process writes
+    // its own trace, after claiming its log: whoever renames it first (the
+    // launcher's last look, or this) encodes it.
+    if (sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.config.defer_path), F_OK, 0) == 0)
+      return;
+    char mine[1200];
+    sys::Line(mine, sizeof mine).Str(g.log_path).Str(".self");
+    if (sys::Syscall6(SYS_renameat2, -100, reinterpret_cast<long>(g.log_path), -100,
+                      reinterpret_cast<long>(mine), RENAME_NOREPLACE) != 0) {
+      return;
+    }
+    sys::Line(g.log_path, sizeof g.log_path).Str(mine);
   }
   RaiseFdLimit fds;
   // Only the root's last image speaks; tracewrap lists the others.
@@ -714,7 +726,9 @@ void CrashFlush(int sig, bool in_handler) {
   if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));  // it dies of the signal
   t_state.depth += kTracerDepth;
   FlushEverything(true);
-  if (g.config.defer) {  // the launcher encodes the log and says what happened
+  // The launcher, still there, encodes the log and says what happened.
+  if (g.config.defer &&
+      sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.config.defer_path), F_OK, 0) == 0) {
     t_state.depth -= kTracerDepth;
     return;
   }

@@ -143,18 +143,28 @@ KillRun RunAndKill(const TempDir& dir, const std::string& out, const std::vector
   return k;
 }
 
-// Player 0's writes in the trace (GoSysCall or GoBlockNet of a goroutine
-// other than main's), in order: one per "t" line it printed. With the
-// kernel's switches, a write that goes off the CPU is a GoSysCall and then,
-// at the switch-out, a GoBlockNet: one write, counted once.
+// Player 0's writes in the trace, in order: one per "t" line it printed.
+// With inferred scheduling a write is a GoSysCall or, if it blocked, a
+// GoBlockNet; with the kernel's switches (which start within the first
+// 10 ms) every write is a GoSysCall, and one that goes off the CPU is
+// followed by a GoBlockNet at the switch-out (perhaps after a preemption):
+// counted once. Between two writes the player always waits for its turn (a
+// GoBlock* of another kind), which ends any pairing.
 std::vector<int64_t> PlayerWrites(const ParsedTrace& t, const KillRun& k) {
   std::vector<int64_t> w;
-  std::map<uint64_t, bool> in_syscall;  // g -> its last event was a GoSysCall
+  std::map<uint64_t, bool> in_write;  // g -> a GoSysCall not yet followed by a block
   for (const GoEvent& e : t.events) {
     if (e.g == static_cast<uint64_t>(k.pid)) continue;
-    bool& sys = in_syscall[e.g];
-    if (e.name == "GoSysCall" || (e.name == "GoBlockNet" && !sys)) w.push_back(e.ts);
-    sys = e.name == "GoSysCall";
+    bool& open = in_write[e.g];
+    if (e.name == "GoSysCall") {
+      w.push_back(e.ts);
+      open = true;
+    } else if (e.name == "GoBlockNet") {
+      if (!open) w.push_back(e.ts);
+      open = false;
+    } else if (e.name.rfind("GoBlock", 0) == 0 || e.name == "GoSleep") {
+      open = false;
+    }
   }
   return w;
 }

@@ -210,7 +210,7 @@ TEST_CASE("SIGKILL after 1 s of work: tracewrap recovers the trace from the log"
   CHECK(r.term_signal == 9);  // tracewrap dies as its program did
   CHECK(r.out == "killing myself\n");
   CHECK_THAT(r.err, Catch::Contains("recovered " + out));
-  CHECK(Names(dir) == std::vector<std::string>{"k.trace"});
+  CHECK(Names(dir) == std::vector<std::string>{"k.trace", "k.trace.index.json"});
   const ParsedTrace t = ParseWithGo(out);
   INFO("go tool trace -d: " << t.error);
   REQUIRE(t.ok);

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/run.cc - the launcher: tracewrap and `gotrace run` --------===//
+//
+// What scripts/tracewrap did in bash (33 ms of forks: readlink, od, stat,
+// getcap, find, mktemp, then one `gotrace recover` per killed process), in
+// one process with no child of its own but the program (encoder/run.h).
+//===----------------------------------------------------------------------===//
+#include "encoder/run.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace gotrace {
+namespace {
+
+const char* g_prog = "tracewrap";
+
+constexpr const char* kUsage =
+    "usage: %s [options] [--] program [args...]\n"
+    "\n"
+    "Runs program with libgotrace.so preloaded. Every process of the run leaves\n"
+    "its event log; when the program has ended, %s writes their traces (default\n"
+    "gotrace.<pid>.trace in the current directory; an existing file is never\n"
+    "overwritten), prints the program's and writes the run's index next to it\n"
+    "(TRACE.index.json). Open a trace with 'go tool trace PATH'. Child processes\n"
+    "that did something worth showing get PATH.<pid>; quiet ones get none. The\n"
+    "exit status and signals of the program pass through. A process killed\n"
+    "before it ended its log is recovered from it.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PATH    where to write the trace; %%p = pid, %%e = executable name\n"
+    "                       (child processes write PATH.<pid>)          [GOTRACE_OUT]\n"
+    "      --unwind MODE    stack unwinding: auto (default), fp, libunwind or none\n"
+    "                                                                [GOTRACE_UNWIND]\n"
+    "      --sched MODE     where scheduling comes from: auto (the kernel's context\n"
+    "                       switches where allowed, else inferred), kernel, infer\n"
+    "                                                                  [GOTRACE_SCHED]\n"
+    "      --cpu-hz N       CPU samples per second of CPU time, 0 for none\n"
+    "                       (default 1000)                           [GOTRACE_CPU_HZ]\n"
+    "      --depth N        frames per stack, 1 to 128                [GOTRACE_DEPTH]\n"
+    "      --events LIST    comma-separated groups to record: all, none, sync, sleep,\n"
+    "                       io, heap                                 [GOTRACE_EVENTS]\n"
+    "  -q, --quiet          no summary lines at exit                  [GOTRACE_QUIET]\n"
+    "      --no-follow      do not trace child processes             [GOTRACE_FOLLOW]\n"
+    "      --exec           replace %s by the program (exec): each process\n"
+    "                       writes its own trace at exit; no recovery after a kill,\n"
+    "                       no index\n"
+    "      --force          run a static, setuid, setgid or capability-carrying\n"
+    "                       program anyway; it runs, but is not traced\n"
+    "  -h, --help           this help\n"
+    "\n"
+    "environment: GOTRACE_LIB names the libgotrace.so to use; the other GOTRACE_*\n"
+    "variables (README.md) are passed through.\n";
+
+[[noreturn]] void UsageError(const std::string& msg) {
+  std::fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", g_prog, msg.c_str(), g_prog);
+  std::exit(2);
+}
+
+[[noreturn]] void Die(int code, const std::string& msg) {
+  std::fprintf(stderr, "%s: %s\n", g_prog, msg.c_str());
+  std::exit(code);
+}
+
+std::string Dir(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+bool IsFile(const std::string& p) {  // bash's [ -f ]: follows symlinks
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) != nullptr ? std::string(buf) : std::string();
+}
+
+// A decimal number without sign, leading zeros stripped, or "" if it is not
+// one or has more than `max_digits` digits.
+std::string Decimal(const std::string& v, size_t max_digits) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return "";
+  const size_t nz = v.find_first_not_of('0');
+  const std::string d = nz == std::string::npos ? "0" : v.substr(nz);
+  return d.size() > max_digits ? "" : d;
+}
+
+// --- options -----------------------------------------------------------------
+
+struct Options {
+  std::string out, unwind, sched, cpu_hz, depth, events;
+  bool quiet = false, force = false, follow = true, exec = false;
+};
+
+// Parsed by hand, stopping at the first non-option (`tracewrap ls -l` passes
+// -l to ls). Returns the index of the program's name.
+int ParseOptions(int argc, char** argv, Options* o) {
+  int i = 1;
+  // The value of "--opt=value" or of the next argument; an empty value is
+  // refused too: it would silently mean "not given".
+  auto value = [&](const std::string& a, size_t eq) -> std::string {
+    if (eq != std::string::npos) {
+      const std::string v = a.substr(eq + 1);
+      if (v.empty()) UsageError("option '" + a.substr(0, eq) + "' needs a value");
+      return v;
+    }
+    if (i + 1 >= argc || argv[i + 1][0] == '\0') UsageError("option '" + a + "' needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    const size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+    const std::string name = a.substr(0, eq);
+    if (a == "-h" || a == "--help") {
+      std::printf(kUsage, g_prog, g_prog, g_prog);
+      std::exit(0);
+    } else if (a == "-o" || name == "--output") {
+      o->out = value(a, eq);
+    } else if (a.size() > 2 && a.compare(0, 2, "-o") == 0) {
+      o->out = a.substr(2);
+    } else if (name == "--unwind") {
+      o->unwind = value(a, eq);
+    } else if (name == "--sched") {
+      o->sched = value(a, eq);
+    } else if (name == "--cpu-hz") {
+      o->cpu_hz = value(a, eq);
+    } else if (name == "--depth") {
+      o->depth = value(a, eq);
+    } else if (name == "--events") {
+      o->events = value(a, eq);
+    } else if (a == "-q" || a == "--quiet") {
+      o->quiet = true;
+    } else if (a == "--no-follow") {
+      o->follow = false;
+    } else if (a == "--exec") {
+      o->exec = true;
+    } else if (a == "--force") {
+      o->force = true;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (a.size() > 1 && a[0] == '-') {
+      UsageError("unknown option '" + a + "'");
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) UsageError("no program given");
+  return i;
+}
+
+// The library ignores an invalid value with a warning (DESIGN.md §6); here
+// we can still stop before the program runs. The accepted values match
+// preload/config.cc.
+void Validate(Options* o) {
+  if (!o->unwind.empty() && o->unwind != "auto" && o->unwind != "fp" && o->unwind != "libunwind" &&
+      o->unwind != "none") {
+    UsageError("--unwind: '" + o->unwind + "' is not auto, fp, libunwind or none");
+  }
+  if (!o->sched.empty() && o->sched != "auto" && o->sched != "kernel" && o->sched != "infer")
+    UsageError("--sched: '" + o->sched + "' is not auto, kernel or infer");
+  if (!o->cpu_hz.empty()) {
+    const std::string d = Decimal(o->cpu_hz, 6);
+    if (d.empty() || std::stoul(d) > 100000)
+      UsageError("--cpu-hz: '" + o->cpu_hz + "' is not a number from 0 to 100000");
+    o->cpu_hz = d;
+  }
+  if (!o->depth.empty()) {
+    const std::string d = Decimal(o->depth, 3);
+    if (d.empty() || std::stoul(d) < 1 || std::stoul(d) > 128)
+      UsageError("--depth: '" + o->depth + "' is not a number from 1 to 128");
+    o->depth = d;
+  }
+  if (!o->events.empty()) {
+    // Every comma-separated item a known group; an empty one ("sync,") too.
+    const std::string all = o->events + ",";
+    for (size_t at = 0; at < all.size();) {
+      const size_t comma = all.find(',', at);
+      const std::string item = all.substr(at, comma - at);
+      if (item != "all" && item != "none" && item != "sync" && item != "sleep" && item != "io" &&
+          item != "heap") {
+        UsageError("--events: '" + item + "' in '" + o->events +
+                   "' is not one of all, none, sync, sleep, io, heap");
+      }
+      at = comma + 1;
+    }
+  }
+  if (!o->out.empty()) {
+    // The library keeps templates shorter than 1024 bytes (preload/config.cc).
+    if (o->out.size() >= 1024) UsageError("--output: the path must be shorter than 1024 bytes");
+    if (o->out.back() == '/') UsageError("--output: '" + o->out + "' names a directory; give a file name");
+    // The directory must exist: the library creates the file, not its
+    // parents, and would only say so after the program has run. A '%' in the
+    // directory part is expanded per process: not checked here.
+    const std::string dir = Dir(o->out);
+    if (dir.find('%') == std::string::npos) {
+      struct stat st;
+      if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        UsageError("--output: directory '" + dir + "' does not exist");
+      if (access(dir.c_str(), W_OK) != 0) UsageError("--output: directory '" + dir + "' is not writable");
+    }
+  }
+}
+
+// --- the library ----------------------------------------------------------------
+
+#ifndef GOTRACE_BIN_TO_LIBDIR
+#define GOTRACE_BIN_TO_LIBDIR "../lib"
+#endif
+
+std::string FindLibrary() {
+  std::string lib;
+  if (const char* v = getenv("GOTRACE_LIB"); v != nullptr && *v != '\0') {
+    // An explicit choice that does not exist is an error, not a reason to
+    // fall back to another copy the user did not ask for.
+    if (!IsFile(v)) Die(2, std::string("GOTRACE_LIB=") + v + ": no such file");
+    lib = v;
+  } else {
+    // Next to this binary (the build directory), or where the installed
+    // layout puts it relative to the bin directory.
+    char self[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    const std::string here = n > 0 ? Dir(std::string(self, static_cast<size_t>(n))) : ".";
+    const std::vector<std::string> candidates = {here + "/libgotrace.so",
+                                                 here + "/" GOTRACE_BIN_TO_LIBDIR "/libgotrace.so"};
+    for (const std::string& c : candidates) {
+      if (IsFile(c)) {
+        lib = c;
+        break;
+      }
+    }
+    if (lib.empty()) {
+      Die(2, "cannot find libgotrace.so (looked for " + candidates[0] + " " + candidates[1] +
+                 "); build it with scripts/build or set GOTRACE_LIB");
+    }
+  }
+  // Absolute: a relative LD_PRELOAD entry is resolved against the program's
+  // working directory, and child processes may chdir (G15).
+  const std::string real = RealPath(lib);
+  if (real.empty()) Die(2, "cannot resolve " + lib);
+  // ld.so splits LD_PRELOAD at spaces and colons (ld.so(8)).
+  if (real.find_first_of(" :") != std::string::npos) {
+    Die(2, "the library path '" + real +
+               "' contains a space or ':', which LD_PRELOAD cannot express; set GOTRACE_LIB to a copy elsewhere");
+  }
+  // libgotrace.so and this launcher load the encoder from the same directory.
+  const std::string enc = Dir(real) + "/libgotrace_encode.so";
+  if (!IsFile(enc)) std::fprintf(stderr, "%s: warning: %s is missing; no trace will be written\n", g_prog, enc.c_str());
+  return real;
+}
+
+// --- the program ---------------------------------------------------------------
+
+// Like the shell: a name with a slash is a path, anything else is looked up
+// in PATH (an empty entry is the current directory); the first executable
+// file wins, else the first file found (which then fails as not executable).
+std::string FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* p = getenv("PATH");
+  std::string path = p != nullptr ? p : "/usr/local/bin:/usr/bin:/bin";
+  std::string first_file;
+  for (size_t at = 0; at <= path.size();) {
+    size_t colon = path.find(':', at);
+    if (colon == std::string::npos) colon = path.size();
+    std::string dir = path.substr(at, colon - at);
+    if (dir.empty()) dir = ".";
+    const std::string c = dir + "/" + name;
+    struct stat st;
+    if (stat(c.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      if (access(c.c_str(), X_OK) == 0) return c;
+      if (first_file.empty()) first_file = c;
+    }
+    at = colon + 1;
+  }
+  if (first_file.empty()) Die(127, name + ": command not found");
+  return first_file;
+}
+
+// 1 if the ELF file has a PT_INTERP program header (the kernel starts ld.so
+// for it, which reads LD_PRELOAD), 0 if it has none (static, including
+// static-pie), -1 if it cannot tell.
+int ElfHasInterp(int fd) {
+  unsigned char h[64];
+  if (pread(fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) return -1;
+  const bool big = h[EI_DATA] == ELFDATA2MSB;
+  if (h[EI_DATA] != ELFDATA2LSB && !big) return -1;
+  auto uint = [big](const unsigned char* p, int width) {
+    uint64_t v = 0;
+    for (int i = 0; i < width; ++i) v = (v << 8) | p[big ? i : width - 1 - i];
+    return v;
+  };
+  uint64_t phoff, phentsize, phnum;
+  if (h[EI_CLASS] == ELFCLASS32) {
+    phoff = uint(h + 28, 4), phentsize = uint(h + 42, 2), phnum = uint(h + 44, 2);
+  } else if (h[EI_CLASS] == ELFCLASS64) {
+    phoff = uint(h + 32, 8), phentsize = uint(h + 54, 2), phnum = uint(h + 56, 2);
+  } else {
+    return -1;
+  }
+  // PN_XNUM moves the real count elsewhere; no executable has that many.
+  if (phnum == 0 || phnum >= 0xffff || phentsize < 4) return -1;
+  std::vector<unsigned char> ph(phnum * phentsize);
+  if (pread(fd, ph.data(), ph.size(), static_cast<off_t>(phoff)) != static_cast<ssize_t>(ph.size())) return -1;
+  for (uint64_t i = 0; i < phnum; ++i)
+    if (uint(ph.data() + i * phentsize, 4) == PT_INTERP) return 1;
+  return 0;
+}
+
+// A file's capabilities as getcap(8) writes them ("cap_net_raw=ep"), or "".
+std::string FileCaps(const std::string& path) {
+  uint32_t d[5] = {};
+  const ssize_t n = getxattr(path.c_str(), "security.capability", d, sizeof d);
+  if (n < 12) return "";
+  static const char* const kNames[] = {
+      "chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid",
+      "setpcap", "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw",
+      "ipc_lock", "ipc_owner", "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct",
+      "sys_admin", "sys_boot", "sys_nice", "sys_resource", "sys_time", "sys_tty_config", "mknod",
+      "lease", "audit_write", "audit_control", "setfcap", "mac_override", "mac_admin", "syslog",
+      "wake_alarm", "block_suspend", "audit_read", "perfmon", "bpf", "checkpoint_restore"};
+  const bool effective = (d[0] & 1) != 0;
+  const uint64_t permitted = d[1] | (n >= 20 ? static_cast<uint64_t>(d[3]) << 32 : 0);
+  const uint64_t inheritable = d[2] | (n >= 20 ? static_cast<uint64_t>(d[4]) << 32 : 0);
+  // Capabilities with the same flags are listed together.
+  std::string out;
+  for (int flags = 1; flags < 4; ++flags) {
+    std::string names;
+    for (int c = 0; c < 64; ++c) {
+      const int f = ((permitted >> c) & 1) | (((inheritable >> c) & 1) << 1);
+      if (f != flags) continue;
+      if (!names.empty()) names += ',';
+      names += c < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? std::string("cap_") + kNames[c]
+                                                                      : "cap_" + std::to_string(c);
+    }
+    if (names.empty()) continue;
+    std::string set = "=";
+    if (effective) set += 'e';
+    if (flags & 2) set += 'i';
+    if (flags & 1) set += 'p';
+    out += (out.empty() ? "" : " ") + names + set;
+  }
+  return out.empty() ? "=" : out;
+}
+
+void CheckProgram(const std::string& path, bool force) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) Die(127, path + ": no such file or directory");
+    Die(126, path + ": " + strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) Die(126, path + ": is a directory");
+  if (access(path.c_str(), X_OK) != 0) Die(126, path + ": permission denied");
+  if (force) return;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // exec says what is wrong, as the shell would
+  unsigned char magic[4] = {};
+  const bool have = pread(fd, magic, 4, 0) == 4;
+  // A '#!' script: the kernel runs its interpreter, which ld.so loads as
+  // usual, and ignores set-id bits and capabilities on scripts (execve(2)).
+  if (!have || (magic[0] == '#' && magic[1] == '!')) {
+    close(fd);
+    return;
+  }
+  const bool elf = magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+  // H28: without PT_INTERP no dynamic loader runs and LD_PRELOAD is ignored.
+  if (elf && ElfHasInterp(fd) == 0) {
+    close(fd);
+    Die(2, path + " is statically linked: LD_PRELOAD cannot load libgotrace.so into it, so it "
+                  "cannot be traced; link it dynamically (or use --force to run it untraced)");
+  }
+  close(fd);
+  // H29: set-id and file capabilities put ld.so in secure-execution mode,
+  // where it ignores preload entries containing a slash (ld.so(8)). The
+  // kernel honours set-gid only together with group execute.
+  if (st.st_mode & S_ISUID) {
+    Die(2, path + " is setuid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
+                  "so it cannot be traced; trace a copy without the setuid bit (or use --force to run it untraced)");
+  }
+  if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) {
+    Die(2, path + " is setgid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
+                  "so it cannot be traced; trace a copy without the setgid bit (or use --force to run it untraced)");
+  }
+  const std::string caps = FileCaps(path);
+  if (!caps.empty()) {
+    Die(2, path + " has file capabilities (" + caps +
+               "): the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), so it cannot "
+               "be traced; trace a copy without them (or use --force to run it untraced)");
+  }
+}
+
+// --- running it ------------------------------------------------------------------
+
+// exec, then what a shell does when that fails: a file that is not an
+// executable format runs as a shell script.
+[[noreturn]] void Exec(const std::string& path, std::vector<char*>& args) {
+  execv(path.c_str(), args.data());
+  const int err = errno;
+  if (err == ENOEXEC) {
+    std::vector<char*> sh = {const_cast<char*>("sh"), const_cast<char*>(path.c_str())};
+    sh.insert(sh.end(), args.begin() + 1, args.end());
+    execv("/bin/sh", sh.data());
+  }
+  std::fprintf(stderr, "%s: %s: %s\n", g_prog, path.c_str(), strerror(err));
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+constexpr int kForwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
+volatile sig_atomic_t g_child = 0;
+
+void Forward(int sig) {
+  const int saved = errno;
+  if (g_child > 0) kill(g_child, sig);
+  errno = saved;
+}
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
+  g_prog = prog_name;
+  Options o;
+  const int first = ParseOptions(argc, argv, &o);
+  Validate(&o);
+  const std::string lib = FindLibrary();
+  const std::string name = argv[first];
+  const std::string path = FindProgram(name);
+  CheckProgram(path, o.force);
+
+  if (!o.out.empty()) setenv("GOTRACE_OUT", o.out.c_str(), 1);
+  if (!o.unwind.empty()) setenv("GOTRACE_UNWIND", o.unwind.c_str(), 1);
+  if (!o.sched.empty()) setenv("GOTRACE_SCHED", o.sched.c_str(), 1);
+  if (!o.cpu_hz.empty()) setenv("GOTRACE_CPU_HZ", o.cpu_hz.c_str(), 1);
+  if (!o.depth.empty()) setenv("GOTRACE_DEPTH", o.depth.c_str(), 1);
+  if (!o.events.empty()) setenv("GOTRACE_EVENTS", o.events.c_str(), 1);
+  if (o.quiet) setenv("GOTRACE_QUIET", "1", 1);
+  if (!o.follow) setenv("GOTRACE_FOLLOW", "0", 1);
+  // The program is the root of the traced tree: it writes the requested path.
+  unsetenv("GOTRACE_ROOT_PID");
+  unsetenv("GOTRACE_IMAGE");
+  unsetenv("GOTRACE_DEFER");
+  // Prepend, so a user's own preload (a malloc replacement) still loads,
+  // after ours (G15).
+  const char* old_preload = getenv("LD_PRELOAD");
+  const std::string preload =
+      lib + (old_preload != nullptr && *old_preload != '\0' ? std::string(":") + old_preload : "");
+  // argv[0] as the user typed it, as a shell would.
+  std::vector<char*> args(argv + first, argv + argc);
+  args.push_back(nullptr);
+
+  if (o.exec) {
+    // The program's exit status and a fatal signal reach our caller
+    // unchanged, and signals sent to us go to it.
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    Exec(path, args);
+  }
+
+  // --- supervise: the run's files, the marker, the program as our child ----
+  const char* tv = getenv("GOTRACE_OUT");
+  std::string tmpl = tv != nullptr && *tv != '\0' ? tv : "gotrace.%p.trace";
+  const bool relative = tmpl[0] != '/';
+  if (relative) {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd) == nullptr) Die(2, std::string("cannot read the current directory: ") + strerror(errno));
+    tmpl = std::string(cwd) + "/" + tmpl;
+  }
+  const std::string outdir = Dir(tmpl);
+  const std::string base = tmpl.substr(tmpl.rfind('/') + 1);
+  const std::string prefix = base.substr(0, base.find('%'));
+  // The marker: while it exists, processes of the run leave their logs to
+  // us; its time stamps the run (logs older than it are not ours).
+  const char* tmpdir = getenv("TMPDIR");
+  std::string marker = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/tracewrap.XXXXXX";
+  const int mfd = mkstemp(marker.data());
+  if (mfd < 0) Die(2, "cannot create a temporary file");
+  close(mfd);
+  const std::string marker_real = RealPath(marker);
+  if (!marker_real.empty()) marker = marker_real;
+
+  // A terminal's INT and QUIT reach the whole process group: the program
+  // gets them itself; we wait for it. Signals sent to us are passed on.
+  struct sigaction ign {}, fwd {}, old_int {}, old_quit {}, old_fwd[5];
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  fwd.sa_handler = Forward;
+  sigemptyset(&fwd.sa_mask);
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  for (size_t i = 0; i < 5; ++i) {
+    sigaction(kForwarded[i], &fwd, &old_fwd[i]);
+    sigaddset(&block, kForwarded[i]);
+  }
+  sigprocmask(SIG_BLOCK, &block, &old_mask);
+  const uint64_t start_ns = NowNs();
+  const pid_t child = fork();
+  if (child < 0) Die(2, std::string("cannot start the program: ") + strerror(errno));
+  if (child == 0) {
+    // The dispositions and mask we started with.
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    for (size_t i = 0; i < 5; ++i) sigaction(kForwarded[i], &old_fwd[i], nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("GOTRACE_DEFER", marker.c_str(), 1);
+    Exec(path, args);
+  }
+  g_child = child;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const uint64_t end_ns = NowNs();
+  g_child = 0;
+
+  // The run's traces.
+  GotraceFinishRequest req{};
+  req.version = kGotraceFinishApiVersion;
+  req.outdir = outdir.c_str();
+  req.prefix = prefix.c_str();
+  req.stamp_path = marker.c_str();
+  req.alive_path = marker.c_str();
+  // The root's trace name (as the library expands it: %p its pid, %e the
+  // name it was started by) and .index.json.
+  std::string index;
+  const std::string& exe = name;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '%' && i + 1 < tmpl.size() && tmpl[i + 1] == 'p') {
+      index += std::to_string(child);
+      ++i;
+    } else if (tmpl[i] == '%' && i + 1 < tmpl.size() && tmpl[i + 1] == 'e') {
+      index += exe.substr(exe.rfind('/') + 1);
+      ++i;
+    } else if (tmpl[i] == '%' && i + 1 < tmpl.size() && tmpl[i + 1] == '%') {
+      index += '%';
+      ++i;
+    } else {
+      index += tmpl[i];
+    }
+  }
+  index += ".index.json";
+  req.index_path = index.c_str();
+  req.argv = argv + first;
+  req.root_pid = child;
+  req.root_status = status;
+  req.start_ns = start_ns;
+  req.end_ns = end_ns;
+  req.block_threshold_ns = 20'000;
+  if (const char* b = getenv("GOTRACE_BLOCK_US"); b != nullptr) {
+    // As the library reads it; an invalid value is ignored there too.
+    const std::string d = Decimal(b, 10);
+    if (!d.empty() && std::stoull(d) <= 3'600'000'000ull) req.block_threshold_ns = std::stoull(d) * 1000;
+  }
+  const char* quiet_env = getenv("GOTRACE_QUIET");
+  req.quiet = o.quiet || (quiet_env != nullptr && quiet_env[0] != '\0' && quiet_env[0] != '0');
+  req.follow = o.follow;
+  const char* keep = getenv("GOTRACE_KEEP_LOG");
+  req.keep_logs = keep != nullptr && keep[0] != '\0' && keep[0] != '0';
+  req.prog_name = g_prog;
+  req.relative_paths = relative;
+  finish(req, lib.c_str());
+  unlink(marker.c_str());
+
+  // Exit as the program did: a death by signal is passed on by dying of it
+  // (without a core: the program dumped its own, if any).
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    std::fflush(nullptr);
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    kill(getpid(), sig);
+    return 128 + sig;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace gotrace
