@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -196,6 +197,10 @@ void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
   if (jobs.empty()) return;
   DwOptions dw;
   dw.offline = true;  // no network in a run's tail (debuginfod: gotrace encode)
+  // As the exit-time encode (encoder/encode_capi.cc): system libraries'
+  // separate DWARF only with GOTRACE_SYMBOLS=full.
+  const char* symbols = std::getenv("GOTRACE_SYMBOLS");
+  dw.system_dwarf = symbols != nullptr && std::strcmp(symbols, "full") == 0;
   EncodeOptions opts;
   opts.model.block_threshold_ns = req.block_threshold_ns;
   opts.model.check = CheckEventsByDefault();

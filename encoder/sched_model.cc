@@ -235,6 +235,10 @@ class Replay {
   std::unordered_map<ObjKey, std::vector<uint32_t>, ObjKeyHash> waiters_;
   std::unordered_map<uint64_t, uint32_t> creates_;  // (file << 48 ^ create_id) -> thread
   std::vector<uint8_t> kernel_;  // per file: scheduling from the kernel's records
+  // Per file: the kernel's first record. The kernel's records start lazily
+  // (at a second thread, or after 10 ms of recording): a wait that began
+  // before has no switch-out of its own.
+  std::vector<Tick> kernel_from_;
   // (file << 32 | tid) -> its threads' indices, in the order they started
   // (tids are reused; the first not yet ended is the one alive).
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_tid_;
@@ -343,6 +347,8 @@ Status Replay::Run() {
     t0 = std::min(t0, st.first_ts);
     if (st.serial == log::kKernelSerial) {
       kernel_[st.file] = 1;
+      if (kernel_from_.size() < files.size()) kernel_from_.resize(files.size(), 0);
+      kernel_from_[st.file] = st.first_ts;
       if (ahead_.size() < files.size()) ahead_.resize(files.size());
       ahead_[st.file].stream = s;
       continue;
@@ -1035,6 +1041,10 @@ void Replay::OnWaitK(Thread& t, uint32_t c, const Record& r) {
   ++t.wait_gen;
   if (IsWakeable(kind)) Register(t, r.wait.obj);
   if (!open) ends_heap_.Push(Item{t.wait_end, 2, Index(t), t.wait_gen});
+  // Begun before the kernel's records did: it went off the CPU (as the
+  // inferred model judges it: long enough) with no switch-out to say so.
+  const bool before_kernel = t.file < kernel_from_.size() && r.ts < kernel_from_[t.file];
+  if (before_kernel && t.st == TSt::kRunning && (open || r.wait.duration >= threshold_)) SwitchOut(t, false);
 }
 
 // The wait's end: the thread is back in the program. If the kernel did not
