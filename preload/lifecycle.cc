@@ -158,6 +158,7 @@ void AwaitExitEncoder() {
 std::atomic<bool> g_flusher_running{false};
 // The program's threads are all gone: the flusher ends and is not restarted.
 std::atomic<bool> g_flusher_retired{false};
+std::atomic<bool> g_ending{false};  // Finalize has begun
 pthread_key_t g_live_key;  // set (to 1) in every counted thread; see AppThreadStarted
 bool g_live_key_ok = false;
 
@@ -590,6 +591,9 @@ void Finalize(bool for_exec) {
     CrashFlush(g_fault_sig.load(std::memory_order_seq_cst), /*in_handler=*/true);
     return;
   }
+  // The process is ending: no point in starting the kernel's records now
+  // (the heap's last sample below may be its first record after 10 ms).
+  g_ending.store(true, std::memory_order_relaxed);
   // The heap's last sample, while this thread may still record (_exit and
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
@@ -953,6 +957,7 @@ void AtExit() { Finalize(false); }
 // it starts a log of its own; the flusher (a thread, lost in the fork) is
 // restarted lazily by the first spill.
 void AtForkChild() {
+  g_ending.store(false, std::memory_order_relaxed);  // the child's life begins
   // Module reads and unloads in progress in the parent's other threads
   // ended with the fork: none holds the child's dlclose back.
   unwind::ProcessCode().AfterFork();
@@ -1141,7 +1146,8 @@ void AppThreadCreating() {
 }
 
 void KernelSchedTick(uint64_t now) {
-  if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1)
+  if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
+      !g_ending.load(std::memory_order_relaxed))
     MaybeStartKernelSched();
 }
 
