@@ -4,6 +4,7 @@
 //   gotrace encode [options] LOG... -o OUT   event logs -> Go trace
 //   gotrace dump LOG...                      print the records of event logs
 //   gotrace report [options] TRACE...        where the threads waited (no Go needed)
+//   gotrace pprof --kind KIND TRACE -o OUT   a pprof profile of a trace (no Go needed)
 //
 // Errors are one line on stderr and a non-zero exit status.
 //===----------------------------------------------------------------------===//
@@ -19,6 +20,7 @@
 #include "encoder/encode.h"
 #include "encoder/log_reader.h"
 #include "encoder/report/gates.h"
+#include "encoder/report/pprof.h"
 #include "encoder/report/report.h"
 #include "encoder/report/trace_reader.h"
 #include "encoder/varint.h"
@@ -32,6 +34,7 @@ constexpr const char* kUsage =
     "       gotrace recover [options] LOG... -o OUT\n"
     "       gotrace dump LOG...\n"
     "       gotrace report [options] TRACE...\n"
+    "       gotrace pprof --kind sync|net|syscall|sched|cpu TRACE -o OUT.pb.gz\n"
     "\n"
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
     "  -o, --output OUT          trace file to write (required)\n"
@@ -56,6 +59,8 @@ constexpr const char* kUsage =
     "  --fail-if EXPR                exit 3 if EXPR holds, e.g. 'blocked.mutex > 20%',\n"
     "                                'runnable > 30%', 'sync.top.total > 50ms' (repeatable)\n"
     "  exit status: 0 done, 2 bad input or usage, 3 a --fail-if condition holds\n"
+    "pprof: the profile go tool trace -pprof=KIND makes (cpu: from the trace's CPU samples),\n"
+    "  gzipped profile.proto for go tool pprof and other pprof tools; exit 2 on bad input\n"
     "exit status: 0 written, 1 an error, 2 a usage error, 3 the logs are intact but hold\n"
     "  no events (a process killed before it recorded anything): there is no trace to write\n";
 
@@ -402,6 +407,42 @@ int CmdReport(int argc, char** argv) {
   return rc;
 }
 
+int CmdPprof(int argc, char** argv) {
+  std::string kind, out, path;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--kind" || a == "-o" || a == "--output") && i + 1 >= argc)
+      return Fail(a + " needs a value"), 2;
+    if (a == "--kind") {
+      kind = argv[++i];
+    } else if (a == "-o" || a == "--output") {
+      out = argv[++i];
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Fail("unknown option " + a + " (see gotrace --help)"), 2;
+    } else if (!path.empty()) {
+      return Fail("pprof reads one TRACE"), 2;
+    } else {
+      path = a;
+    }
+  }
+  if (kind != "sync" && kind != "net" && kind != "syscall" && kind != "sched" && kind != "cpu")
+    return Fail("pprof needs --kind sync, net, syscall, sched or cpu"), 2;
+  if (path.empty()) return Fail("pprof needs a TRACE (see gotrace --help)"), 2;
+  if (out.empty()) return Fail("pprof needs -o OUT (see gotrace --help)"), 2;
+  report::Trace trace;
+  Status st = report::ReadTrace(path, &trace);
+  if (!st.ok()) return Fail(path + ": " + st.message()), 2;
+  report::Profile prof;
+  st = report::ComputeProfile(trace, kind, &prof);
+  if (!st.ok()) return Fail(path + ": " + st.message()), 2;
+  st = report::WritePprof(trace, prof, out);
+  if (!st.ok()) return Fail(st.message());
+  return 0;
+}
+
 }  // namespace
 }  // namespace gotrace
 
@@ -416,6 +457,7 @@ int main(int argc, char** argv) {
   if (cmd == "recover") return gotrace::CmdEncode(argc - 2, argv + 2, true);
   if (cmd == "dump") return gotrace::CmdDump(argc - 2, argv + 2);
   if (cmd == "report") return gotrace::CmdReport(argc - 2, argv + 2);
+  if (cmd == "pprof") return gotrace::CmdPprof(argc - 2, argv + 2);
   std::fprintf(stderr, "gotrace: unknown command '%s' (see gotrace --help)\n", cmd.c_str());
   return 2;
 }

@@ -95,6 +95,23 @@ const char* FallbackKind(uint8_t type, bool gotrace) {
   }
 }
 
+// Whether the encoder's kind for a stack fits the event that blocked there.
+// The gotrace-kinds list has one kind per stack id, the first the encoder met,
+// and one stack can be the site of several kinds of waits (a sleep and an
+// off-CPU switch at the same call); the event type then decides.
+bool KindFits(const std::string& kind, uint8_t type) {
+  switch (type) {
+    case go::kEvGoBlockSync:
+      return kind != "cond" && kind != "sleep" && kind != "join" && kind != "net" && kind != "offcpu";
+    case go::kEvGoBlockCond: return kind == "cond";
+    case go::kEvGoSleep: return kind == "sleep";
+    case go::kEvGoBlock: return kind == "join" || kind == "offcpu";
+    case go::kEvGoBlockNet: return kind == "net";
+    case go::kEvGoSysBlock: return kind == "syscall";
+    default: return false;
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& KnownKinds() {
@@ -216,7 +233,7 @@ Report Analyze(const Trace& trace, const std::string& file) {
   };
   auto kind_of = [&](uint64_t stk, uint8_t type) -> std::string {
     if (stk != 0)
-      if (auto it = kinds.find(stk); it != kinds.end()) return it->second;
+      if (auto it = kinds.find(stk); it != kinds.end() && KindFits(it->second, type)) return it->second;
     return FallbackKind(type, gotrace);
   };
 

@@ -16,6 +16,7 @@
 
 #include "encoder/go_trace_writer.h"
 #include "encoder/report/gates.h"
+#include "encoder/report/pprof.h"
 #include "encoder/report/report.h"
 #include "encoder/report/trace_reader.h"
 #include "test/support/go_oracle.h"
@@ -306,6 +307,91 @@ TEST_CASE("the command's formats, gates and exit status", "[report][cli]") {
   CHECK(bad.Exited(2));
   CHECK_THAT(bad.err, Catch::StartsWith("gotrace: --fail-if 'blocked.foo > 20%': unknown kind 'foo'"));
   CHECK(bad.out.empty());
+}
+
+// CPUSample events as the encoder writes them (GO_TRACE_FORMAT.md §1.6):
+// [ts, realTicks, p, g, stk]; g10 on stacks 3 and 5, g11 on stack 4.
+std::vector<uint8_t> SampledTrace() {
+  MemorySink sink;
+  GoTraceWriter w(&sink, 1, 1000000000);
+  w.Stack(3, std::vector<GoFrame>{{0x3000, w.String("spin"), w.String("/src/cpu.c"), 7}});
+  w.Stack(4, std::vector<GoFrame>{{0x4000, w.String("hash"), w.String("/src/cpu.c"), 9}});
+  w.Stack(5, std::vector<GoFrame>{{0x5000, w.String("spin"), w.String("/src/cpu.c"), 8}});
+  w.String("gotrace-meta:v1 pid=7 sched=kernel cpu_hz=1000 lost=0 dropped=0");
+  w.Event(0, go::kEvGoCreate, 0, {10, 3, 0});
+  w.Event(0, go::kEvGoCreate, 0, {11, 4, 0});
+  w.Event(0, go::kEvGoStart, 10, {10, 1});
+  for (uint64_t i = 0; i < 6; ++i) w.Event(0, go::kEvCPUSample, 20 + i, {20 + i, 0, 10, i % 3 ? 3u : 5u});
+  w.Event(0, go::kEvGoSched, 100, {0});
+  w.Event(0, go::kEvGoStart, 110, {11, 1});
+  w.Event(0, go::kEvCPUSample, 120, {120, 0, 11, 4});
+  w.Event(0, go::kEvCPUSample, 121, {121, 0, 11, 0});  // no stack: counted nowhere
+  w.Event(0, go::kEvGoEnd, 200, {});
+  REQUIRE(w.Finish(200).ok());
+  return sink.bytes;
+}
+
+TEST_CASE("pprof --kind cpu: the CPU samples by stack, read by go tool pprof", "[report][pprof]") {
+  TempDir dir;
+  const std::string trace = WriteFile(dir, "cpu.trace", SampledTrace());
+  report::Trace t;
+  REQUIRE(report::ReadTrace(trace, &t).ok());
+  report::Profile prof;
+  REQUIRE(report::ComputeProfile(t, "cpu", &prof).ok());
+  CHECK(prof.period == 1000000);  // 1000 Hz from gotrace-meta
+  REQUIRE(prof.records.size() == 3);
+  CHECK(prof.records[0].stk == 3);
+  CHECK(prof.records[0].count == 4);
+  CHECK(prof.records[1].count == 1);
+  CHECK(prof.records[2].count == 2);
+  CHECK(prof.total() == 7 * 1000000);
+
+  const std::string out = dir.File("cpu.pb.gz");
+  ProcResult p = RunProcess({Gotrace(), "pprof", "--kind", "cpu", trace, "-o", out});
+  REQUIRE(p.Exited(0));
+  std::vector<int64_t> totals;
+  std::vector<std::string> funcs;
+  REQUIRE(report::ReadPprofTotals(out, &totals, &funcs).ok());
+  REQUIRE(totals.size() == 2);
+  CHECK(totals[0] == 7);
+  CHECK(totals[1] == 7000000);
+  ProcResult top = RunProcess({GoBinary(), "tool", "pprof", "-top", out});
+  INFO(top.err);
+  REQUIRE(top.Exited(0));
+  CHECK_THAT(top.out, Catch::Contains("Type: cpu"));
+  CHECK_THAT(top.out, Catch::Contains("spin"));
+  CHECK_THAT(top.out, Catch::Contains("Total samples = 7ms"));
+
+  // A trace without CPU samples: one line, exit 2, no file.
+  const std::string none = WriteFile(dir, "none.trace", SmallTrace(true));
+  ProcResult q = RunProcess({Gotrace(), "pprof", "--kind", "cpu", none, "-o", dir.File("n.pb.gz")});
+  CHECK(q.Exited(2));
+  CHECK_THAT(q.err, Catch::StartsWith("gotrace: " + none + ": has no CPU samples"));
+  CHECK(std::count(q.err.begin(), q.err.end(), '\n') == 1);
+  ProcResult k = RunProcess({Gotrace(), "pprof", "--kind", "heap", none, "-o", dir.File("n.pb.gz")});
+  CHECK(k.Exited(2));
+  ProcResult bad = RunProcess({Gotrace(), "pprof", "--kind", "sync", dir.path(), "-o", dir.File("n.pb.gz")});
+  CHECK(bad.Exited(2));
+  CHECK_THAT(bad.err, Catch::StartsWith("gotrace: " + dir.path() + ": is a directory"));
+}
+
+TEST_CASE("pprof of the known trace: sync, syscall and sched records", "[report][pprof]") {
+  report::Trace t;
+  const std::vector<uint8_t> b = SmallTrace(true);
+  REQUIRE(report::ParseTrace(b.data(), b.size(), &t).ok());
+  report::Profile p;
+  REQUIRE(report::ComputeProfile(t, "sync", &p).ok());
+  REQUIRE(p.records.size() == 1);  // the GoBlockSync; GoBlock is not in Go's sync profile
+  CHECK(p.records[0].stk == 3);
+  CHECK(p.total() == 100);
+  REQUIRE(report::ComputeProfile(t, "syscall", &p).ok());
+  REQUIRE(p.records.size() == 1);
+  CHECK(p.records[0].stk == 4);
+  CHECK(p.total() == 250);  // GoSysCall at 250 .. GoSysExit at 500
+  REQUIRE(report::ComputeProfile(t, "sched", &p).ok());
+  CHECK(p.total() == 0);  // unblocks and creates here carry no stack
+  REQUIRE(report::ComputeProfile(t, "net", &p).ok());
+  CHECK(p.records.empty());
 }
 
 TEST_CASE("bad input is one line naming the file, exit 2", "[report][cli]") {
