@@ -56,6 +56,8 @@ constexpr const char* kUsage =
     "  --format text|markdown|json   output format (default text, 80 columns)\n"
     "  -o, --output FILE             write the report to FILE instead of stdout\n"
     "  --top N                       blocking sites and waker pairs to list (default 10)\n"
+    "  --html FILE                   also write a self-contained page: thread timeline,\n"
+    "                                blocking sites as an icicle, the heap over time\n"
     "  --fail-if EXPR                exit 3 if EXPR holds, e.g. 'blocked.mutex > 20%',\n"
     "                                'runnable > 30%', 'sync.top.total > 50ms' (repeatable)\n"
     "  exit status: 0 done, 2 bad input or usage, 3 a --fail-if condition holds\n"
@@ -333,7 +335,7 @@ int CmdDump(int argc, char** argv) {
 int CmdReport(int argc, char** argv) {
   std::vector<std::string> traces;
   std::vector<report::Gate> gates;
-  std::string format = "text", out;
+  std::string format = "text", out, html;
   uint64_t top = 10;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -354,6 +356,10 @@ int CmdReport(int argc, char** argv) {
       const char* v = value("-o");
       if (!v) return 2;
       out = v;
+    } else if (a == "--html") {
+      const char* v = value("--html");
+      if (!v) return 2;
+      html = v;
     } else if (a == "--top") {
       const char* v = value("--top");
       if (!v || !ParseU64(v, &top) || top == 0 || top > 1000)
@@ -380,7 +386,7 @@ int CmdReport(int argc, char** argv) {
     report::Trace trace;
     Status st = report::ReadTrace(path, &trace);
     if (!st.ok()) return Fail(path + ": " + st.message()), 2;
-    reports.push_back(report::Analyze(trace, path));
+    reports.push_back(report::Analyze(trace, path, !html.empty()));
   }
   const size_t n = static_cast<size_t>(top);
   const std::string text = format == "json"       ? report::FormatJson(reports, n)
@@ -394,6 +400,13 @@ int CmdReport(int argc, char** argv) {
     if (!f) return Fail(out + ": " + std::strerror(errno));
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     if (std::fclose(f) != 0 || !ok) return Fail(out + ": " + std::strerror(errno));
+  }
+  if (!html.empty()) {
+    const std::string page = report::FormatHtml(reports, n);
+    FILE* f = std::fopen(html.c_str(), "w");
+    if (!f) return Fail(html + ": " + std::strerror(errno));
+    const bool ok = std::fwrite(page.data(), 1, page.size(), f) == page.size();
+    if (std::fclose(f) != 0 || !ok) return Fail(html + ": " + std::strerror(errno));
   }
   int rc = 0;
   for (const report::Gate& g : gates) {

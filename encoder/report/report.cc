@@ -138,7 +138,7 @@ const ThreadReport* Report::Thread(uint64_t goid) const {
   return nullptr;
 }
 
-Report Analyze(const Trace& trace, const std::string& file) {
+Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals) {
   Report r;
   r.file = file;
   r.events = trace.events.size();
@@ -191,6 +191,15 @@ Report Analyze(const Trace& trace, const std::string& file) {
   auto close = [&](GState& s, int64_t ts) {
     ThreadReport& t = r.threads[s.index];
     const int64_t d = std::max<int64_t>(0, ts - s.since);
+    if (keep_intervals && d > 0 && (s.st == St::kRunning || s.st == St::kRunnable || s.st == St::kBlocked)) {
+      uint8_t code = s.st == St::kRunning ? 0 : 1;
+      if (s.st == St::kBlocked) {
+        const auto& ks = KnownKinds();
+        auto it = std::find(ks.begin(), ks.end(), s.kind);
+        code = static_cast<uint8_t>(2 + (it == ks.end() ? ks.size() - 1 : static_cast<size_t>(it - ks.begin())));
+      }
+      t.intervals.push_back(Interval{s.since, ts, code});
+    }
     switch (s.st) {
       case St::kRunning: t.running.ns += d; break;
       case St::kRunnable: t.runnable.ns += d; break;

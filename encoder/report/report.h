@@ -23,6 +23,13 @@ struct StateStat {
   uint64_t count = 0;  // intervals that began in this state
 };
 
+// One state interval of a thread, for the HTML timeline: state 0 running,
+// 1 runnable, 2 + i blocked with KnownKinds()[i].
+struct Interval {
+  int64_t start = 0, end = 0;
+  uint8_t state = 0;
+};
+
 struct ThreadReport {
   uint64_t goid = 0;  // gotrace: the kernel thread id
   std::string name;   // the start routine (frame 0 of the creation stack)
@@ -31,6 +38,7 @@ struct ThreadReport {
   int64_t cpu_ns = -1;  // CPU time the kernel counted (gotrace-cpu), -1 unknown
   StateStat running, runnable;
   std::map<std::string, StateStat> blocked;  // by kind
+  std::vector<Interval> intervals;  // only with Analyze(..., keep_intervals)
   int64_t life() const { return end_ns - start_ns; }
   int64_t blocked_ns() const;
 };
@@ -67,7 +75,7 @@ struct Report {
   const ThreadReport* Thread(uint64_t goid) const;
 };
 
-Report Analyze(const Trace& trace, const std::string& file);
+Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals = false);
 
 // Kinds in display order; "sync" is also the group of all lock-like kinds
 // (mutex rwlock cond sem futex barrier sync), as Go's sync profile counts.
@@ -77,6 +85,8 @@ bool InSyncGroup(const std::string& kind);
 std::string FormatText(const std::vector<Report>& reports, size_t top);
 std::string FormatMarkdown(const std::vector<Report>& reports, size_t top);
 std::string FormatJson(const std::vector<Report>& reports, size_t top);
+// One self-contained page (html.cc); the reports must keep their intervals.
+std::string FormatHtml(const std::vector<Report>& reports, size_t top);
 
 std::string HumanDuration(int64_t ns);
 std::string HumanSize(uint64_t bytes);
