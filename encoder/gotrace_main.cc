@@ -3,6 +3,8 @@
 //
 //   gotrace encode [options] LOG... -o OUT   event logs -> Go trace
 //   gotrace dump LOG...                      print the records of event logs
+//   gotrace report [options] TRACE...        where the threads waited (no Go needed)
+//   gotrace pprof --kind KIND TRACE -o OUT   a pprof profile of a trace (no Go needed)
 //
 // Errors are one line on stderr and a non-zero exit status.
 //===----------------------------------------------------------------------===//
@@ -19,6 +21,10 @@
 #include "encoder/log_reader.h"
 #include "encoder/run.h"
 #include "encoder/run_finish.h"
+#include "encoder/report/gates.h"
+#include "encoder/report/pprof.h"
+#include "encoder/report/report.h"
+#include "encoder/report/trace_reader.h"
 #include "encoder/varint.h"
 #include "symbolizer/dw_symbolizer.h"
 
@@ -30,6 +36,8 @@ constexpr const char* kUsage =
     "       gotrace recover [options] LOG... -o OUT\n"
     "       gotrace dump LOG...\n"
     "       gotrace run [options] [--] PROGRAM [ARGS...]   (tracewrap: see gotrace run --help)\n"
+    "       gotrace report [options] TRACE...\n"
+    "       gotrace pprof --kind sync|net|syscall|sched|cpu TRACE -o OUT.pb.gz\n"
     "\n"
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
     "  -o, --output OUT          trace file to write (required)\n"
@@ -47,6 +55,17 @@ constexpr const char* kUsage =
     "recover: encode the log of a process that crashed or was killed (encode --lenient):\n"
     "  whatever reached the log is kept, damaged or missing parts are skipped and listed\n"
     "dump: print every record of the logs, one per line\n"
+    "report: per thread running / runnable / blocked by kind, top blocking sites, wakers, heap\n"
+    "  --format text|markdown|json   output format (default text, 80 columns)\n"
+    "  -o, --output FILE             write the report to FILE instead of stdout\n"
+    "  --top N                       blocking sites and waker pairs to list (default 10)\n"
+    "  --html FILE                   also write a self-contained page: thread timeline,\n"
+    "                                blocking sites as an icicle, the heap over time\n"
+    "  --fail-if EXPR                exit 3 if EXPR holds, e.g. 'blocked.mutex > 20%',\n"
+    "                                'runnable > 30%', 'sync.top.total > 50ms' (repeatable)\n"
+    "  exit status: 0 done, 2 bad input or usage, 3 a --fail-if condition holds\n"
+    "pprof: the profile go tool trace -pprof=KIND makes (cpu: from the trace's CPU samples),\n"
+    "  gzipped profile.proto for go tool pprof and other pprof tools; exit 2 on bad input\n"
     "exit status: 0 written, 1 an error, 2 a usage error, 3 the logs are intact but hold\n"
     "  no events (a process killed before it recorded anything): there is no trace to write\n";
 
@@ -316,6 +335,130 @@ int CmdDump(int argc, char** argv) {
   return 0;
 }
 
+int CmdReport(int argc, char** argv) {
+  std::vector<std::string> traces;
+  std::vector<report::Gate> gates;
+  std::string format = "text", out, html;
+  uint64_t top = 10;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gotrace: %s needs a value\n", name);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "--format") {
+      const char* v = value("--format");
+      if (!v) return 2;
+      format = v;
+      if (format != "text" && format != "markdown" && format != "json")
+        return Fail("--format wants text, markdown or json, not '" + format + "'"), 2;
+    } else if (a == "-o" || a == "--output") {
+      const char* v = value("-o");
+      if (!v) return 2;
+      out = v;
+    } else if (a == "--html") {
+      const char* v = value("--html");
+      if (!v) return 2;
+      html = v;
+    } else if (a == "--top") {
+      const char* v = value("--top");
+      if (!v || !ParseU64(v, &top) || top == 0 || top > 1000)
+        return Fail("--top wants a number from 1 to 1000"), 2;
+    } else if (a == "--fail-if") {
+      const char* v = value("--fail-if");
+      if (!v) return 2;
+      report::Gate g;
+      Status st = report::ParseGate(v, &g);
+      if (!st.ok()) return Fail(st.message()), 2;
+      gates.push_back(g);
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Fail("unknown option " + a + " (see gotrace --help)"), 2;
+    } else {
+      traces.push_back(a);
+    }
+  }
+  if (traces.empty()) return Fail("report needs at least one TRACE (see gotrace --help)"), 2;
+  std::vector<report::Report> reports;
+  for (const std::string& path : traces) {
+    report::Trace trace;
+    Status st = report::ReadTrace(path, &trace);
+    if (!st.ok()) return Fail(path + ": " + st.message()), 2;
+    reports.push_back(report::Analyze(trace, path, !html.empty()));
+  }
+  const size_t n = static_cast<size_t>(top);
+  const std::string text = format == "json"       ? report::FormatJson(reports, n)
+                           : format == "markdown" ? report::FormatMarkdown(reports, n)
+                                                  : report::FormatText(reports, n);
+  if (out.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0) return Fail(std::string("stdout: ") + std::strerror(errno));
+  } else {
+    FILE* f = std::fopen(out.c_str(), "w");
+    if (!f) return Fail(out + ": " + std::strerror(errno));
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return Fail(out + ": " + std::strerror(errno));
+  }
+  if (!html.empty()) {
+    const std::string page = report::FormatHtml(reports, n);
+    FILE* f = std::fopen(html.c_str(), "w");
+    if (!f) return Fail(html + ": " + std::strerror(errno));
+    const bool ok = std::fwrite(page.data(), 1, page.size(), f) == page.size();
+    if (std::fclose(f) != 0 || !ok) return Fail(html + ": " + std::strerror(errno));
+  }
+  int rc = 0;
+  for (const report::Gate& g : gates) {
+    std::string actual;
+    if (report::GateHolds(g, reports, &actual)) {
+      std::fprintf(stderr, "gotrace: --fail-if '%s' holds: %s is %s\n", g.text.c_str(),
+                   g.metric.c_str(), actual.c_str());
+      rc = 3;
+    }
+  }
+  return rc;
+}
+
+int CmdPprof(int argc, char** argv) {
+  std::string kind, out, path;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--kind" || a == "-o" || a == "--output") && i + 1 >= argc)
+      return Fail(a + " needs a value"), 2;
+    if (a == "--kind") {
+      kind = argv[++i];
+    } else if (a == "-o" || a == "--output") {
+      out = argv[++i];
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return Fail("unknown option " + a + " (see gotrace --help)"), 2;
+    } else if (!path.empty()) {
+      return Fail("pprof reads one TRACE"), 2;
+    } else {
+      path = a;
+    }
+  }
+  if (kind != "sync" && kind != "net" && kind != "syscall" && kind != "sched" && kind != "cpu")
+    return Fail("pprof needs --kind sync, net, syscall, sched or cpu"), 2;
+  if (path.empty()) return Fail("pprof needs a TRACE (see gotrace --help)"), 2;
+  if (out.empty()) return Fail("pprof needs -o OUT (see gotrace --help)"), 2;
+  report::Trace trace;
+  Status st = report::ReadTrace(path, &trace);
+  if (!st.ok()) return Fail(path + ": " + st.message()), 2;
+  report::Profile prof;
+  st = report::ComputeProfile(trace, kind, &prof);
+  if (!st.ok()) return Fail(path + ": " + st.message()), 2;
+  st = report::WritePprof(trace, prof, out);
+  if (!st.ok()) return Fail(st.message());
+  return 0;
+}
+
 }  // namespace
 }  // namespace gotrace
 
@@ -334,6 +477,8 @@ int main(int argc, char** argv) {
   if (cmd == "encode") return gotrace::CmdEncode(argc - 2, argv + 2, false);
   if (cmd == "recover") return gotrace::CmdEncode(argc - 2, argv + 2, true);
   if (cmd == "dump") return gotrace::CmdDump(argc - 2, argv + 2);
+  if (cmd == "report") return gotrace::CmdReport(argc - 2, argv + 2);
+  if (cmd == "pprof") return gotrace::CmdPprof(argc - 2, argv + 2);
   std::fprintf(stderr, "gotrace: unknown command '%s' (see gotrace --help)\n", cmd.c_str());
   return 2;
 }
