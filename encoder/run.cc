@@ -65,6 +65,9 @@ constexpr const char* kUsage =
     "                       no index\n"
     "      --force          run a static, setuid, setgid or capability-carrying\n"
     "                       program anyway; it runs, but is not traced\n"
+    "      --report[=FILE]  after the program ended, 'gotrace report' on the run's\n"
+    "                       traces (its index): to stderr, or into FILE (not with\n"
+    "                       --exec); the exit status stays the program's\n"
     "  -h, --help           this help\n"
     "\n"
     "environment: GOTRACE_LIB names the libgotrace.so to use; the other GOTRACE_*\n"
@@ -109,6 +112,7 @@ std::string Decimal(const std::string& v, size_t max_digits) {
 
 struct Options {
   std::string out, unwind, sched, cpu_hz, depth, events;
+  std::string report;  // --report: "-" (stderr) or a file
   bool quiet = false, force = false, follow = true, exec = false;
 };
 
@@ -156,6 +160,11 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->exec = true;
     } else if (a == "--force") {
       o->force = true;
+    } else if (a == "--report") {
+      o->report = "-";
+    } else if (name == "--report") {
+      o->report = a.substr(eq + 1);
+      if (o->report.empty()) UsageError("option '--report' needs a value after '='");
     } else if (a == "--") {
       ++i;
       break;
@@ -166,6 +175,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
     }
   }
   if (i >= argc) UsageError("no program given");
+  if (!o->report.empty() && o->exec)
+    UsageError("--report needs " + std::string(g_prog) + " to outlive the program: not with --exec");
   return i;
 }
 
@@ -439,6 +450,45 @@ uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// --report (issue 15): `gotrace report` on the run's index, which lists
+// every trace of the run. Never changes the exit status; a failure is
+// gotrace's own one-line message.
+void Report(const std::string& where, const std::string& index, const std::string& lib) {
+  std::string gotrace = Dir(lib) + "/gotrace";
+  if (access(gotrace.c_str(), X_OK) != 0) {
+    char self[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) gotrace = Dir(std::string(self, static_cast<size_t>(n))) + "/gotrace";
+  }
+  if (access(gotrace.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "%s: --report: the gotrace command was not found next to %s\n", g_prog, lib.c_str());
+    return;
+  }
+  if (access(index.c_str(), F_OK) != 0) {
+    std::fprintf(stderr, "%s: --report: this run wrote no trace\n", g_prog);
+    return;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    unsetenv("LD_PRELOAD");
+    setenv("GOTRACE_DISABLE", "1", 1);
+    std::vector<std::string> a = {gotrace, "report"};
+    if (where == "-") dup2(2, 1);
+    else a.insert(a.end(), {"-o", where});
+    a.insert(a.end(), {"--", index});
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    execv(gotrace.c_str(), argv.data());
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+}
+
 }  // namespace
 
 int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
@@ -584,6 +634,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   req.relative_paths = relative;
   finish(req, lib.c_str());
   unlink(marker.c_str());
+  if (!o.report.empty()) Report(o.report, index, lib);
 
   // Exit as the program did: a death by signal is passed on by dying of it
   // (without a core: the program dumped its own, if any).
