@@ -61,6 +61,14 @@ class StackTable {
     return RefSlow(file, log_id);
   }
 
+  // Whether log stack log_id of `file` was defined with at least one frame
+  // (an event whose stack is not would show none).
+  bool Has(uint32_t file, uint64_t log_id) const {
+    if (log_id == 0) return false;
+    auto d = files_[file].defs.find(log_id);
+    return d != files_[file].defs.end() && !d->second.pcs.empty();
+  }
+
   // Trace stack id of the one-frame start stack of a thread whose start
   // routine is start_pc (0: unknown, named `fallback`). `creator_stack` is the
   // log stack of the creation, whose epoch locates start_pc (0: epoch 0).

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/bench/annotate_bench.cc - cost of a gotrace/annotate.h call --===//
+//
+// The annotation calls of issue 17, per call, in a program that links no
+// gotrace code: run plain (the library absent: a load and a branch, budget
+// <= 2 ns) and under LD_PRELOAD=libgotrace.so (a stack walk and a record):
+//
+//   build/test/bench/annotate_bench
+//   GOTRACE_DEFER=1 GOTRACE_OUT=/tmp/a.trace LD_PRELOAD=build/libgotrace.so \
+//       build/test/bench/annotate_bench     # the log stays (deferred): remove it
+//
+//   BM_RegionBeginEnd   gotrace_region_begin + gotrace_region_end (2 calls)
+//   BM_Log              gotrace_log with a 16-byte message
+//   BM_TaskBeginEnd     gotrace_task_begin + gotrace_task_end (2 calls)
+//
+// Each reports `per_call` (ns per annotation call) as a counter. The stack
+// is the same on every call (the steady state: interned once, then found).
+//===----------------------------------------------------------------------===//
+#include <benchmark/benchmark.h>
+#include <gotrace/annotate.h>
+
+namespace {
+
+void BM_RegionBeginEnd(benchmark::State& state) {
+  const uint64_t task = gotrace_task_begin("bench");
+  for (auto _ : state) {
+    gotrace_region_begin(task, "region");
+    gotrace_region_end(task, "region");
+  }
+  gotrace_task_end(task);
+  state.counters["per_call"] =
+      benchmark::Counter(2.0 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_RegionBeginEnd);
+
+void BM_Log(benchmark::State& state) {
+  for (auto _ : state) gotrace_log(0, "bench", "sixteen bytes...");
+  state.counters["per_call"] =
+      benchmark::Counter(static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Log);
+
+void BM_TaskBeginEnd(benchmark::State& state) {
+  for (auto _ : state) {
+    const uint64_t task = gotrace_task_begin("task");
+    benchmark::DoNotOptimize(task);
+    gotrace_task_end(task);
+  }
+  state.counters["per_call"] =
+      benchmark::Counter(2.0 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_TaskBeginEnd);
+
+}  // namespace
+
+BENCHMARK_MAIN();
