@@ -6,6 +6,7 @@
 // 1.19 parser accepts and go tool trace lists on /usertasks and
 // /userregions with the right counts.
 //===----------------------------------------------------------------------===//
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -16,18 +17,21 @@ using namespace gotrace::testing;
 namespace {
 
 // The count in each row of type `type` of a /usertasks or /userregions page:
-// rows link to "/usertask?type=T" or "/userregion?type=T&pc=..." with the
-// count as the link text (cmd/trace/annotations.go templates). Regions of one
-// name begun at different places are rows of their own: summed.
+// rows link to "/usertask?type=T" or "/userregion?type=T&pc=HEX" with the
+// count as the link text (cmd/trace/annotations.go templates; the histogram
+// links add &latmin=... and are not counted). Regions of one name begun at
+// different places are rows of their own: summed.
 size_t PageCount(const std::string& body, const std::string& link, const std::string& type) {
   size_t total = 0;
   const std::string key = link + "?type=" + type;
   for (size_t at = body.find(key); at != std::string::npos; at = body.find(key, at + 1)) {
-    const char next = body[at + key.size()];
-    if (next != '"' && next != '&') continue;  // a longer name with this prefix
-    const size_t gt = body.find('>', at);
-    if (gt == std::string::npos) break;
-    total += std::strtoul(body.c_str() + gt + 1, nullptr, 10);
+    size_t i = at + key.size();
+    if (body.compare(i, 4, "&pc=") == 0) {
+      i += 4;
+      while (i < body.size() && std::isxdigit(static_cast<unsigned char>(body[i]))) ++i;
+    }
+    if (body.compare(i, 2, "\">") != 0) continue;  // a histogram link, a longer name
+    total += std::strtoul(body.c_str() + i + 2, nullptr, 10);
   }
   return total;
 }
