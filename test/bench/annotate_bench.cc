@@ -6,15 +6,17 @@
 // <= 2 ns) and under LD_PRELOAD=libgotrace.so (a stack walk and a record):
 //
 //   build/test/bench/annotate_bench
-//   GOTRACE_DEFER=1 GOTRACE_OUT=/tmp/a.trace LD_PRELOAD=build/libgotrace.so \
-//       build/test/bench/annotate_bench     # the log stays (deferred): remove it
+//   GOTRACE_DEFER=1 GOTRACE_OUT=/tmp/a.trace LD_PRELOAD=build/libgotrace.so build/test/bench/annotate_bench
+//   (GOTRACE_DEFER: the log is left unencoded, /tmp/a.trace.gtlog: remove it)
 //
 //   BM_RegionBeginEnd   gotrace_region_begin + gotrace_region_end (2 calls)
-//   BM_Log              gotrace_log with a 16-byte message
+//   BM_Log              gotrace_log with a 16-byte message (1 call)
 //   BM_TaskBeginEnd     gotrace_task_begin + gotrace_task_end (2 calls)
 //
-// Each reports `per_call` (ns per annotation call) as a counter. The stack
-// is the same on every call (the steady state: interned once, then found).
+// Times are per iteration: halve the pairs' for the cost of one call. The
+// stack is the same on every call (the steady state: interned once, then
+// found). Traced, every call writes a record: keep runs short
+// (--benchmark_min_time=0.2), the log grows by about 20 bytes a call.
 //===----------------------------------------------------------------------===//
 #include <benchmark/benchmark.h>
 #include <gotrace/annotate.h>
@@ -28,17 +30,11 @@ void BM_RegionBeginEnd(benchmark::State& state) {
     gotrace_region_end(task, "region");
   }
   gotrace_task_end(task);
-  state.counters["per_call"] =
-      benchmark::Counter(2.0 * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_RegionBeginEnd);
 
 void BM_Log(benchmark::State& state) {
   for (auto _ : state) gotrace_log(0, "bench", "sixteen bytes...");
-  state.counters["per_call"] =
-      benchmark::Counter(static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_Log);
 
@@ -48,9 +44,6 @@ void BM_TaskBeginEnd(benchmark::State& state) {
     benchmark::DoNotOptimize(task);
     gotrace_task_end(task);
   }
-  state.counters["per_call"] =
-      benchmark::Counter(2.0 * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_TaskBeginEnd);
 
