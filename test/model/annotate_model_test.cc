@@ -7,6 +7,7 @@
 // processes in one trace. Every trace must pass Go 1.19's parser and web UI.
 //===----------------------------------------------------------------------===//
 #include <map>
+#include <random>
 #include <set>
 
 #include "encoder/user_annotations.h"
@@ -201,4 +202,64 @@ TEST_CASE("annotations: the same task ids in several processes stay apart", "[mo
   std::vector<std::string> pages;
   REQUIRE(WebPages(run.trace, {"/usertasks"}, &pages).empty());
   CHECK_THAT(pages[0], Catch::Contains("/usertask?type=req\">2<"));
+}
+
+// Random annotation sequences on threads that also wait, migrate, end and
+// keep recording after their end: mismatched, missing and extra region ends,
+// tasks ended twice or never, on any thread (a task id is begun once, as
+// the library's counter does). Go must accept every trace, and
+// /usertasks and /userregions must load (their stacks are never empty).
+TEST_CASE("annotations: random sequences always encode to traces Go accepts",
+          "[model][annotate][fuzz]") {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    DYNAMIC_SECTION("seed " << seed) {
+      std::mt19937_64 rng(seed);
+      auto rnd = [&](uint64_t n) { return n == 0 ? 0 : rng() % n; };
+      TempDir dir;
+      const uint32_t ncpus = 1 + static_cast<uint32_t>(rnd(3));
+      LogBuilder b(ncpus, 1000);
+      b.set_chunk_bytes(64 + rnd(400));
+      DefineAnnotationStacks(b);
+      const char* names[] = {"a", "b", "c"};
+      const int nthreads = 2 + static_cast<int>(rnd(4));
+      uint64_t next_task = 1;
+      for (int i = 0; i < nthreads; ++i) {
+        auto& t = b.Thread(1000 + i);
+        Tick ts = 1000 + rnd(5000);
+        t.Start(ts, static_cast<uint32_t>(rnd(ncpus)), 0, 0x2000,
+                (i == 0 ? log::kThreadMain : 0) | log::kThreadExisted);
+        const int n = static_cast<int>(rnd(80));
+        for (int j = 0; j < n; ++j) {
+          ts += rnd(3) == 0 ? 0 : rnd(20'000);
+          const auto cpu = static_cast<uint32_t>(rnd(ncpus));
+          const uint64_t task = rnd(4);
+          const uint64_t stack = rnd(3) == 0 ? 0 : (rnd(2) ? kStkAnnotate : 999);
+          switch (rnd(8)) {
+            case 0: case 1:
+              t.Region(ts, cpu, task, 0, names[rnd(3)], stack);
+              break;
+            case 2: case 3:
+              t.Region(ts, cpu, task, 1, names[rnd(3)], stack);
+              break;
+            case 4:
+              t.TaskBegin(ts, cpu, next_task++, task, names[rnd(3)], stack);
+              break;
+            case 5:
+              t.TaskEnd(ts, cpu, task, stack);
+              break;
+            case 6:
+              t.UserLog(ts, cpu, task, rnd(2) ? "" : "k", "m", stack);
+              break;
+            default:
+              if (rnd(8) == 0) t.End(ts, cpu);
+              else t.Wait(ts, cpu, WaitKind::kSleep, 0, rnd(50'000), cpu, kStkSleep);
+              break;
+          }
+        }
+      }
+      b.TraceEnd(2'000'000);
+      Checked k = EncodeAndValidate(b, dir);
+      CHECK(k.parsed.Count("Gomaxprocs") == 1);
+    }
+  }
 }
