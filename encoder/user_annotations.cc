@@ -27,12 +27,14 @@ void UserAnnotations::OnRecord(uint32_t file, uint64_t goid, uint32_t p, const l
       log::TaskBeginFields f;
       if (!log::ParseTaskBegin(r, &f)) return;
       event_(p, go::kEvUserTaskCreate,
-             {TaskId(file, f.task), TaskId(file, f.parent), w_->String(f.name), StackOf(file, f.stack)});
+             {TaskId(file, f.task), TaskId(file, f.parent), w_->String(f.name),
+              StackOf(file, f.stack)});
       ++stats_->tasks;
       return;
     }
     case log::kTaskEnd:
-      event_(p, go::kEvUserTaskEnd, {TaskId(file, r.task_end.task), StackOf(file, r.task_end.stack)});
+      event_(p, go::kEvUserTaskEnd,
+             {TaskId(file, r.task_end.task), StackOf(file, r.task_end.stack)});
       ++stats_->task_ends;
       return;
     case log::kRegion: {

@@ -46,7 +46,7 @@ struct AnnotationStats {
   uint64_t task_ends = 0;            // UserTaskEnd
   uint64_t regions = 0;              // region starts
   uint64_t logs = 0;                 // UserLog
-  uint64_t regions_closed = 0;       // ends the encoder made (inner regions, thread ends, trace end)
+  uint64_t regions_closed = 0;       // ends it made: inner regions, thread ends, trace end
   uint64_t region_ends_dropped = 0;  // ends naming no open region of their thread
 };
 

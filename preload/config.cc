@@ -106,7 +106,8 @@ void ReadConfig(Config* c) {
       s = e + 1;
     }
     if (ok) c->events = groups;
-    else Invalid("GOTRACE_EVENTS", v, "a comma-separated list of all, none, sync, sleep, io, heap, annotate");
+    else Invalid("GOTRACE_EVENTS", v,
+                 "a comma-separated list of all, none, sync, sleep, io, heap, annotate");
   }
   if ((v = getenv("GOTRACE_OUT")) && *v) {
     const size_t n = sys::StrLen(v);

@@ -37,6 +37,11 @@ std::string_view Str(const char* s) {
   return {s, n};
 }
 
+// Room for an annotation record with strings of a and b bytes.
+constexpr size_t RecordBound(size_t a, size_t b) {
+  return log::ChunkWriter::VarRecordBound(log::ChunkWriter::AnnotationBound(a, b));
+}
+
 }  // namespace
 }  // namespace gotrace
 
@@ -51,7 +56,7 @@ GT_EXPORT uint64_t gotrace_annotate_task_begin_v1(uint64_t parent, const char* n
   const uint32_t stack = CaptureStack(scope, GT_FRAME(), t);
   const std::string_view n = Str(name);
   ThreadRec* r = scope.rec();
-  if (Reserve(r, log::ChunkWriter::VarRecordBound(log::ChunkWriter::AnnotationBound(n.size(), 0)))) {
+  if (Reserve(r, RecordBound(n.size(), 0))) {
     r->s.w.TaskBegin(t, cpu, id, parent, stack, n);
     Commit(r);
   }
@@ -81,7 +86,7 @@ GT_EXPORT void gotrace_annotate_region_v1(uint64_t task, int mode, const char* n
   const uint32_t stack = CaptureStack(scope, GT_FRAME(), t);
   const std::string_view n = Str(name);
   ThreadRec* r = scope.rec();
-  if (Reserve(r, log::ChunkWriter::VarRecordBound(log::ChunkWriter::AnnotationBound(n.size(), 0)))) {
+  if (Reserve(r, RecordBound(n.size(), 0))) {
     r->s.w.Region(t, cpu, task, static_cast<uint64_t>(mode), stack, n);
     Commit(r);
   }
@@ -96,7 +101,7 @@ GT_EXPORT void gotrace_annotate_log_v1(uint64_t task, const char* category, cons
   const std::string_view c = Str(category);
   const std::string_view m = Str(message);
   ThreadRec* r = scope.rec();
-  if (Reserve(r, log::ChunkWriter::VarRecordBound(log::ChunkWriter::AnnotationBound(c.size(), m.size())))) {
+  if (Reserve(r, RecordBound(c.size(), m.size()))) {
     r->s.w.UserLog(t, cpu, task, stack, c, m);
     Commit(r);
   }

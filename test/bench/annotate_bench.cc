@@ -6,8 +6,10 @@
 // <= 2 ns) and under LD_PRELOAD=libgotrace.so (a stack walk and a record):
 //
 //   build/test/bench/annotate_bench
-//   GOTRACE_DEFER=1 GOTRACE_OUT=/tmp/a.trace LD_PRELOAD=build/libgotrace.so build/test/bench/annotate_bench
-//   (GOTRACE_DEFER: the log is left unencoded, /tmp/a.trace.gtlog: remove it)
+//   export GOTRACE_DEFER=1 GOTRACE_OUT=/tmp/a.trace
+//   LD_PRELOAD=build/libgotrace.so build/test/bench/annotate_bench --benchmark_min_time=0.2
+//
+// (GOTRACE_DEFER: the log is left unencoded, /tmp/a.trace.gtlog: remove it.)
 //
 //   BM_RegionBeginEnd   gotrace_region_begin + gotrace_region_end (2 calls)
 //   BM_Log              gotrace_log with a 16-byte message (1 call)

@@ -100,7 +100,8 @@ TEST_CASE("annotated thread pool: tasks, nested regions and logs in go tool trac
   CHECK_THAT(pages[1], Catch::Contains("Handle"));
 }
 
-TEST_CASE("annotations from C++: RAII regions through exceptions, regions left open", "[annotate]") {
+TEST_CASE("annotations from C++: RAII regions through exceptions, regions left open",
+          "[annotate]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Scenario("annotate_raii")}, dir);
   CHECK(s.plain.out == "sum 54, failed 3\n");
