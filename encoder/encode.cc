@@ -193,6 +193,10 @@ Status Encode(std::span<const std::string> logs, const std::string& output,
   GoTraceWriter writer(&sink, nprocs, 1'000'000'000);  // the reader converts to ns
   StackTable stacks(set.files().size());
   GT_RETURN_IF_ERROR(ReplayModel(set, opts.model, &writer, &stacks, syms, &stats->model));
+  if (const uint64_t n = stats->model.annotations.region_ends_dropped; n > 0)
+    stats->warnings.push_back(std::to_string(n) +
+                              " region ends named no open region of their thread (dropped: "
+                              "gotrace_region_end must end the thread's innermost region)");
   stacks.WriteAll(&writer, syms, &stats->stacks);
   GT_RETURN_IF_ERROR(writer.Finish(stats->model.end_ns));
   GT_RETURN_IF_ERROR(sink.Flush());

@@ -157,7 +157,13 @@ class Replay {
          const std::vector<Symbolizer*>& syms, ModelStats* stats)
       : logs_(logs), opts_(opts), w_(w), stacks_(stacks), syms_(syms), stats_(stats),
         nprocs_(w->nprocs()), procs_(nprocs_),
-        checker_(opts.check ? std::make_unique<TraceChecker>(nprocs_) : nullptr) {}
+        checker_(opts.check ? std::make_unique<TraceChecker>(nprocs_) : nullptr),
+        ann_(w, stacks, &stats->annotations,
+             [this](uint32_t p, go::EvType type, std::initializer_list<uint64_t> args) {
+               Emit(p, type, args);
+             },
+             [this](uint32_t p, uint64_t task, uint64_t key, uint64_t stack,
+                    std::string_view msg) { EmitUserLog(p, task, key, stack, msg); }) {}
 
   Status Run();
 
@@ -210,6 +216,14 @@ class Replay {
     }
     w_->Event(p, type, now_, args);
   }
+  void EmitUserLog(uint32_t p, uint64_t task, uint64_t key, uint64_t stack, std::string_view msg) {
+    if (checker_ && error_.empty()) {
+      const uint64_t args[] = {task, key, stack};
+      std::string e = checker_->Check(p, go::kEvUserLog, now_, args);
+      if (!e.empty()) error_ = std::move(e);
+    }
+    w_->UserLog(p, now_, task, key, stack, msg);
+  }
 
   const log::LogSet& logs_;
   const ModelOptions& opts_;
@@ -221,6 +235,7 @@ class Replay {
   std::vector<Proc> procs_;
   std::unique_ptr<TraceChecker> checker_;
   std::string error_;
+  UserAnnotations ann_;  // the program's tasks, regions and logs
 
   std::vector<Thread> threads_;  // one per stream, then phantoms
   std::vector<std::unique_ptr<log::StreamCursor>> cursors_;
@@ -734,7 +749,8 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
     default:
       break;
   }
-  if (r.type >= log::kFirstVarRecord) return;  // a variable record of a newer writer
+  // A variable record of a newer writer, or one not about the thread's state.
+  if (r.type >= log::kFirstVarRecord && !UserAnnotations::Handles(r.type)) return;
   if (st.serial == log::kKernelSerial) {
     OnKernelRecord(st.file, Cpu(r.cpu), r);
     return;
@@ -760,6 +776,7 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
     case log::kThreadEnd:
       OnRelease(t, here, t.self, 0, 0, 0);  // joiners wake from the exiting thread
       if (t.in_wait_k()) Unregister(t);
+      ann_.CloseAll(t.goid, here);
       Emit(here, go::kEvGoEnd, {});
       procs_[here].running = kNoThread;
       t.st = TSt::kDead;
@@ -782,6 +799,7 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
       cpu_ns_[t.goid] = r.cputime.ns;
       break;
     default:
+      if (UserAnnotations::Handles(r.type)) ann_.OnRecord(t.file, t.goid, here, r);
       break;
   }
 }
@@ -1064,7 +1082,10 @@ void Replay::EndOfTrace(Tick end) {
   now_ = std::max(now_, end);
   for (uint32_t c = 0; c < nprocs_; ++c) {
     const uint32_t v = procs_[c].running;
-    if (v != kNoThread) Deschedule(threads_[v], go::kEvGoSched);
+    if (v != kNoThread) {
+      ann_.CloseAll(threads_[v].goid, c);  // the trace ends them where it ends
+      Deschedule(threads_[v], go::kEvGoSched);
+    }
     StopIfIdle(c);
   }
 }

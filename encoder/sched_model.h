@@ -31,6 +31,7 @@
 #include "encoder/stack_table.h"
 #include "encoder/status.h"
 #include "encoder/symbolizer.h"
+#include "encoder/user_annotations.h"
 
 namespace gotrace {
 
@@ -68,6 +69,7 @@ struct ModelStats {
   uint64_t kernel_lost = 0;       // records the kernel dropped (full rings)
   uint64_t dropped_records = 0;   // from kTraceEnd: lost in the recording process
   uint64_t ignored_records = 0;   // records of ended threads, misplaced records
+  AnnotationStats annotations;    // gotrace/annotate.h calls (user_annotations.h)
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
 };

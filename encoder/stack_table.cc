@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 namespace gotrace {
 namespace {
@@ -61,6 +62,13 @@ uint64_t StackTable::StartStack(uint32_t file, uint64_t start_pc, uint64_t creat
   return it->second;
 }
 
+bool StackTable::IsAnnotateHeader(const std::string& file) {
+  constexpr std::string_view kHeader = "gotrace/annotate.h";
+  return file.size() >= kHeader.size() &&
+         file.compare(file.size() - kHeader.size(), kHeader.size(), kHeader) == 0 &&
+         (file.size() == kHeader.size() || file[file.size() - kHeader.size() - 1] == '/');
+}
+
 const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
                                                uint32_t epoch, uint64_t pc, bool return_address,
                                                bool physical_only, StackStats* stats) {
@@ -86,6 +94,7 @@ const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
     f.func = w->String(sf[i].func.empty() ? std::string("?") : sf[i].func);
     f.file = w->String(sf[i].file.empty() ? std::string("?") : sf[i].file);
     f.line = sf[i].line;
+    if (IsAnnotateHeader(sf[i].file)) annotate_files_.insert(f.file);
     const FrameKey fk{f.func, f.file, f.line};
     f.pc = 0;
     if (i + 1 == sf.size() && pc != 0 && pc < (uint64_t{1} << 47)) {
@@ -135,6 +144,13 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
         frames.insert(frames.end(), f.begin(), f.end());
       }
       if (frames.empty()) continue;
+      // An annotation's stack begins in gotrace/annotate.h's inline
+      // wrappers (inlined or not): the caller is the frame that matters,
+      // and go tool trace names a region's row after the innermost frame.
+      size_t wrappers = 0;
+      while (wrappers + 1 < frames.size() && annotate_files_.count(frames[wrappers].file) != 0)
+        ++wrappers;
+      frames.erase(frames.begin(), frames.begin() + static_cast<ptrdiff_t>(wrappers));
       if (d->second.truncated) {
         frames.push_back(TruncatedFrame(w));
         ++stats->cut;

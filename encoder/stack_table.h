@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "encoder/go_trace_writer.h"
@@ -61,6 +62,14 @@ class StackTable {
     return RefSlow(file, log_id);
   }
 
+  // Whether log stack log_id of `file` was defined with at least one frame
+  // (an event whose stack is not would show none).
+  bool Has(uint32_t file, uint64_t log_id) const {
+    if (log_id == 0) return false;
+    auto d = files_[file].defs.find(log_id);
+    return d != files_[file].defs.end() && !d->second.pcs.empty();
+  }
+
   // Trace stack id of the one-frame start stack of a thread whose start
   // routine is start_pc (0: unknown, named `fallback`). `creator_stack` is the
   // log stack of the creation, whose epoch locates start_pc (0: epoch 0).
@@ -103,6 +112,7 @@ class StackTable {
     std::vector<GoFrame> frames;
   };
 
+  static bool IsAnnotateHeader(const std::string& file);
   uint32_t NewRef(uint32_t file, uint64_t log_id);
   GoFrame TruncatedFrame(GoTraceWriter* w);
   uint64_t RefSlow(uint32_t file, uint64_t log_id);
@@ -121,6 +131,9 @@ class StackTable {
   // loaded at its addresses), gets the same PC wherever it appears again.
   std::unordered_map<FrameKey, uint64_t, FrameKeyHash> synthetic_pc_;
   uint64_t next_synthetic_pc_ = uint64_t{1} << 47;
+  // File string ids of gotrace/annotate.h: its inline wrappers' frames are
+  // dropped from the start of a stack (WriteAll).
+  std::unordered_set<uint64_t> annotate_files_;
 };
 
 }  // namespace gotrace

@@ -108,12 +108,14 @@ void ReadConfig(Config* c) {
       else if (ItemIs(s, e, "sleep")) groups |= kGroupSleep;
       else if (ItemIs(s, e, "io")) groups |= kGroupIo;
       else if (ItemIs(s, e, "heap")) groups |= kGroupHeap;
+      else if (ItemIs(s, e, "annotate")) groups |= kGroupAnnotate;
       else ok = false;
       if (*e == '\0') break;
       s = e + 1;
     }
     if (ok) c->events = groups;
-    else Invalid("GOTRACE_EVENTS", v, "a comma-separated list of all, none, sync, sleep, io, heap");
+    else Invalid("GOTRACE_EVENTS", v,
+                 "a comma-separated list of all, none, sync, sleep, io, heap, annotate");
   }
   if ((v = getenv("GOTRACE_OUT")) && *v) {
     const size_t n = sys::StrLen(v);

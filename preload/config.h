@@ -30,7 +30,8 @@ enum EventGroup : uint32_t {
   kGroupSleep = 1u << 1,  // nanosleep, clock_nanosleep, usleep, sleep
   kGroupIo = 1u << 2,     // blocking system calls and network waits
   kGroupHeap = 1u << 3,   // malloc family
-  kGroupAll = kGroupSync | kGroupSleep | kGroupIo | kGroupHeap,
+  kGroupAnnotate = 1u << 4,  // the program's own annotations (gotrace/annotate.h)
+  kGroupAll = kGroupSync | kGroupSleep | kGroupIo | kGroupHeap | kGroupAnnotate,
 };
 
 struct Config {

@@ -695,34 +695,65 @@ ParsedTrace ParseWithGo(const std::string& trace_path) {
   return result;
 }
 
-std::string WebCheck(const std::string& trace_path) {
-  Subprocess server;
+namespace {
+// Starts `go tool trace -http` on trace_path in *server; sets *addr once it
+// listens. Returns "" or why it did not.
+std::string StartTraceServer(Subprocess* server, const std::string& trace_path,
+                             Clock::time_point deadline, std::string* addr) {
   if (std::string err =
-          server.Start({GoBinary(), "tool", "trace", "-http=127.0.0.1:0", trace_path});
+          server->Start({GoBinary(), "tool", "trace", "-http=127.0.0.1:0", trace_path});
       !err.empty()) {
     return "WebCheck: " + err;
   }
-  const auto deadline = Clock::now() + kToolTimeout;
-
   // cmd/trace listens first, then parses and runs the viewer generator over the whole trace
   // (where goroutines left running or unclosed GC/STW crash it), and only then logs the address.
-  std::string addr;
   for (;;) {
-    addr = ListeningAddress(server.err());
-    if (!addr.empty()) break;
-    if (!server.OutputOpen()) {
-      server.Wait(deadline);
-      return "WebCheck: go tool trace exited (" + DescribeStatus(server.status()) +
-             ") before listening" + ServerStderrSection(server);
+    *addr = ListeningAddress(server->err());
+    if (!addr->empty()) return "";
+    if (!server->OutputOpen()) {
+      server->Wait(deadline);
+      return "WebCheck: go tool trace exited (" + DescribeStatus(server->status()) +
+             ") before listening" + ServerStderrSection(*server);
     }
     if (Clock::now() >= deadline) {
-      server.Kill();
-      server.Wait(deadline);
+      server->Kill();
+      server->Wait(deadline);
       return "WebCheck: go tool trace did not start listening within " +
-             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(server);
+             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(*server);
     }
-    server.Pump(MillisLeft(deadline));
+    server->Pump(MillisLeft(deadline));
   }
+}
+}  // namespace
+
+std::string WebPages(const std::string& trace_path, const std::vector<std::string>& pages,
+                     std::vector<std::string>* bodies) {
+  Subprocess server;
+  const auto deadline = Clock::now() + kToolTimeout;
+  std::string addr;
+  std::string problem = StartTraceServer(&server, trace_path, deadline, &addr);
+  if (!problem.empty()) return problem;
+  bodies->clear();
+  for (const std::string& page : pages) {
+    const HttpResponse resp = HttpGet(addr, page, &server);
+    if (!resp.error.empty()) problem = "WebPages: GET " + page + ": " + resp.error;
+    else if (resp.status != 200) problem = "WebPages: GET " + page + ": " + resp.status_line;
+    if (!problem.empty()) break;
+    bodies->push_back(resp.body);
+  }
+  if (!problem.empty()) server.Drain(2000);
+  server.Kill();
+  server.Wait(Clock::now() + kToolTimeout);
+  if (!problem.empty()) problem += ServerStderrSection(server);
+  return problem;
+}
+
+std::string WebCheck(const std::string& trace_path) {
+  Subprocess server;
+  const auto deadline = Clock::now() + kToolTimeout;
+  std::string addr;
+  if (std::string err = StartTraceServer(&server, trace_path, deadline, &addr); !err.empty())
+    return err;
 
   std::vector<std::string> pages = {"/",          "/goroutines",  "/jsontrace", "/block?raw=1",
                                     "/usertasks", "/userregions", "/mmu",       "/mmuPlot"};

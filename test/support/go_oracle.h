@@ -57,6 +57,12 @@ ParsedTrace ParseWithGo(const std::string& trace_path);
 // handler panics close the connection without a response, startup crashes exit before listening.
 std::string WebCheck(const std::string& trace_path);
 
+// The bodies of `pages` of `go tool trace -http` on trace_path, in order (to
+// check what a page lists, e.g. /usertasks). Returns "" or the first problem
+// (a page that does not answer HTTP 200).
+std::string WebPages(const std::string& trace_path, const std::vector<std::string>& pages,
+                     std::vector<std::string>* bodies);
+
 struct PprofResult {
   bool ok = false;
   std::string error;

@@ -87,6 +87,31 @@ ThreadLog& ThreadLog::StackDef(Tick ts, uint32_t cpu, uint64_t id, std::vector<u
   return *this;
 }
 
+ThreadLog& ThreadLog::TaskBegin(Tick ts, uint32_t cpu, uint64_t task, uint64_t parent,
+                                const std::string& name, uint64_t stack) {
+  Room(log::ChunkWriter::VarRecordBound(log::ChunkWriter::AnnotationBound(name.size(), 0)));
+  w_.TaskBegin(ts, cpu, task, parent, stack, name);
+  return *this;
+}
+ThreadLog& ThreadLog::TaskEnd(Tick ts, uint32_t cpu, uint64_t task, uint64_t stack) {
+  Room(log::kMaxFixedRecordBytes);
+  w_.TaskEnd(ts, cpu, task, stack);
+  return *this;
+}
+ThreadLog& ThreadLog::Region(Tick ts, uint32_t cpu, uint64_t task, uint64_t mode,
+                             const std::string& name, uint64_t stack) {
+  Room(log::ChunkWriter::VarRecordBound(log::ChunkWriter::AnnotationBound(name.size(), 0)));
+  w_.Region(ts, cpu, task, mode, stack, name);
+  return *this;
+}
+ThreadLog& ThreadLog::UserLog(Tick ts, uint32_t cpu, uint64_t task, const std::string& category,
+                              const std::string& message, uint64_t stack) {
+  Room(log::ChunkWriter::VarRecordBound(
+      log::ChunkWriter::AnnotationBound(category.size(), message.size())));
+  w_.UserLog(ts, cpu, task, stack, category, message);
+  return *this;
+}
+
 // ---------------------------------------------------------------------------
 
 LogBuilder::LogBuilder(uint32_t ncpus, Tick start, uint32_t pid)

@@ -53,6 +53,14 @@ class ThreadLog {
   ThreadLog& Heap(Tick ts, uint32_t cpu, uint64_t bytes);
   ThreadLog& StackDef(Tick ts, uint32_t cpu, uint64_t id, std::vector<uint64_t> pcs,
                       uint32_t epoch = 0);
+  // Annotations (gotrace/annotate.h): mode 0 begins a region, 1 ends it.
+  ThreadLog& TaskBegin(Tick ts, uint32_t cpu, uint64_t task, uint64_t parent,
+                       const std::string& name, uint64_t stack = 0);
+  ThreadLog& TaskEnd(Tick ts, uint32_t cpu, uint64_t task, uint64_t stack = 0);
+  ThreadLog& Region(Tick ts, uint32_t cpu, uint64_t task, uint64_t mode, const std::string& name,
+                    uint64_t stack = 0);
+  ThreadLog& UserLog(Tick ts, uint32_t cpu, uint64_t task, const std::string& category,
+                     const std::string& message, uint64_t stack = 0);
 
   uint32_t tid() const { return tid_; }
   uint32_t serial() const { return serial_; }
