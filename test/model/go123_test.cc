@@ -46,12 +46,14 @@ TEST_CASE("sync totals in Go 1.19 and Go 1.23: a wait ended by g0 lasts until a 
   auto& c = b.Thread(102).Start(1000, 1, 0, 0x2000, log::kThreadExisted);
   auto& d = b.Thread(103).Start(1000, 2, 0, 0x2000, log::kThreadExisted);
   // a: a mutex wait nobody is seen to end (g0 unblocks it), then one that c's unlock ends.
+  // They are further apart than ModelOptions::skew_tolerance_ns, so that the unlock cannot
+  // be taken for the first wait's waker.
   a.Wait(10'000, 0, WaitKind::kMutex, kMutex, 2'000, 0, kStkMutexLock)
-      .Wait(20'000, 0, WaitKind::kMutex, kMutex, 5'000, 0, kStkMutexLock);
-  c.Release(24'900, 1, WaitKind::kMutex, kMutex, 1, kStkMutexUnlock);
+      .Wait(200'000, 0, WaitKind::kMutex, kMutex, 5'000, 0, kStkMutexLock);
+  c.Release(204'900, 1, WaitKind::kMutex, kMutex, 1, kStkMutexUnlock);
   // d: one condition wait ended by g0, and no transition with a stack after it.
-  d.Wait(30'000, 2, WaitKind::kCond, kCond, 3'000, 2, kStkCondWait);
-  b.TraceEnd(100'000);
+  d.Wait(400'000, 2, WaitKind::kCond, kCond, 3'000, 2, kStkCondWait);
+  b.TraceEnd(600'000);
   Checked k = EncodeAndValidate(b, dir);
   const ParsedTrace& t = k.parsed;
 
