@@ -643,7 +643,7 @@ std::string ListeningAddress(std::string_view err) {
 }
 
 // The first goroutine group's page on /goroutines, as a request path: Go 1.19 links
-// <a href="/goroutine?id=PC">, Go 1.21 and later <a href="/goroutine?name=NAME"> with the name
+// <a href="/goroutine?id=PC">, Go 1.23 and later <a href="/goroutine?name=NAME"> with the name
 // URL-escaped and then HTML-escaped by html/template (so "&" arrives as "&amp;", "+" as "&#43;").
 // "" if the page lists no group.
 std::string FirstGoroutineGroupPage(std::string_view body) {
@@ -746,7 +746,7 @@ int GoMinorVersion(const std::string& go) {
 
 ParsedTrace ParseWithGo(const std::string& trace_path) {
   ParsedTrace result;
-  // Go 1.19's -d output; from Go 1.21 on, -d takes a level and prints another format.
+  // Go 1.19's -d output; Go 1.23's -d takes a level (-d=1) and prints the converted events.
   const RunResult run = Run({GoBinary(), "tool", "trace", "-d", trace_path});
   if (!run.Success()) {
     result.error = FailureText(run);
@@ -765,16 +765,18 @@ namespace {
 std::vector<std::string> WebPages(int go_minor) {
   // The profile pages (/io, /block, /syscall, /sched) render SVG through `go tool pprof -svg`,
   // which runs Graphviz's dot: they answer 500 without it.
-  if (go_minor >= 0 && go_minor < 21) {
+  if (go_minor >= 0 && go_minor < 23) {
     return {"/",     "/goroutines", "/jsontrace",  "/block?raw=1", "/io",  "/block",
             "/syscall", "/sched",   "/usertasks", "/userregions", "/mmu", "/mmuPlot"};
   }
-  // Go 1.21 and later (cmd/trace/main.go): the trace viewer by proc and by thread, the
-  // goroutine groups by name, the MMU plot under /mmu?mode=plot.
+  // Go 1.23 and later (cmd/trace/main.go; up to 1.22 a trace of this format is served by the
+  // old cmd/trace): the trace viewer by proc and by thread, the goroutine groups by name, the
+  // MMU plot under /mmu?mode=plot, with the page's default flags and per goroutine.
   return {"/",          "/trace",       "/jsontrace",  "/jsontrace?view=thread",
           "/goroutines", "/block?raw=1", "/io",         "/block",
           "/syscall",   "/sched",       "/usertasks",  "/userregions",
-          "/mmu",       "/mmu?mode=plot&flags=perProc|sweep|stw|background|assist"};
+          "/mmu",       "/mmu?mode=plot&flags=system|stw|background|assist",
+          "/mmu?mode=plot&flags=perProc|stw|background|assist|sweep"};
 }
 
 }  // namespace

@@ -55,10 +55,11 @@ ParsedTrace ParseWithGo(const std::string& trace_path);
 // GETs every page the UI links to and requires HTTP 200 with a non-empty body for each. Go 1.19:
 // /, /goroutines, /goroutine?id=<first group on /goroutines>, /jsontrace, /block?raw=1, the
 // profile pages /io, /block, /syscall and /sched (SVG drawn by Graphviz's dot), /usertasks,
-// /userregions, /mmu and /mmuPlot. Go 1.21 and later (another UI over the same file, converted
-// from the 1.19 format by internal/trace's oldtrace converter): /, /trace, /jsontrace and
-// /jsontrace?view=thread, /goroutines, /goroutine?name=<first group>, /block?raw=1, the four
-// profile pages, /usertasks, /userregions, /mmu and /mmu?mode=plot. Returns "" if all pass.
+// /userregions, /mmu and /mmuPlot (also Go 1.22's pages for this format). Go 1.23 and later
+// (another UI over the same file, converted from the 1.19 format by internal/trace's oldtrace
+// converter): /, /trace, /jsontrace and /jsontrace?view=thread, /goroutines,
+// /goroutine?name=<first group>, /block?raw=1, the four profile pages, /usertasks,
+// /userregions, /mmu and /mmu?mode=plot (system and per goroutine). Returns "" if all pass.
 // Otherwise returns a first line naming the failing page (or saying that the server exited
 // before listening) followed by an excerpt of the server's stderr: handler panics close the
 // connection without a response, startup crashes exit before listening.
