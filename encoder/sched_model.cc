@@ -461,6 +461,11 @@ void Replay::Snapshot(Tick t0) {
   }
   (void)t0;
   Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
+  // Go 1.21+ read this format through internal/trace's oldtrace converter, which takes the
+  // first Gomaxprocs as the end of the start snapshot and drops it, so without a second one
+  // their MMU (/mmu?mode=plot: MutatorUtilizationV2) sees no GOMAXPROCS and panics. The same
+  // value again changes nothing for Go 1.19.
+  Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
 }
 
 void Replay::Deschedule(Thread& t, go::EvType how) {

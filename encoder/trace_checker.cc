@@ -74,8 +74,13 @@ std::string TraceChecker::Check(uint32_t p, go::EvType type, uint64_t ts,
   std::string err;
   switch (type) {
     case go::kEvGomaxprocs:
-      if (gomaxprocs_seen_) return Msg("second Gomaxprocs", 0, type, p, ts);
+      // Repeated (for Go 1.21+'s converter, sched_model.cc Snapshot), never changed: the
+      // model's Ps are the CPUs, fixed for the whole trace.
+      if (gomaxprocs_seen_ && args[0] != gomaxprocs_) {
+        return Msg("Gomaxprocs changed", 0, type, p, ts);
+      }
       gomaxprocs_seen_ = true;
+      gomaxprocs_ = args[0];
       break;
     case go::kEvProcStart:
       if (pr.running) return Msg("ProcStart on a running P", 0, type, p, ts);

@@ -57,6 +57,7 @@ class TraceChecker {
   std::unordered_set<uint64_t> start_stacks_;
   uint64_t last_ts_ = 0;
   bool gomaxprocs_seen_ = false;
+  uint64_t gomaxprocs_ = 0;  // its value: a repeated Gomaxprocs must not change it
   bool any_event_ = false;
 };
 

@@ -67,6 +67,9 @@ TEST_CASE("4-way mutex contention: -pprof=sync names the contended function and 
   CHECK(sleeps == 400);
   INFO(linked << " of " << mutex_waits << " mutex waits were ended by the unlocking thread");
   CHECK(linked * 10 >= mutex_waits * 9);
+  // Go 1.23 shows the same contended function (its waits are ended by unlocking threads).
+  const PprofResult p23 = CheckWithGo123(s.trace, "sync");
+  if (p23.ok) CHECK_THAT(p23.traces, Catch::Contains("contended_section"));
 }
 
 TEST_CASE("C++ thread pool with std::mutex, std::condition_variable and exceptions",

@@ -82,6 +82,45 @@ inline ScenarioRun RunTraced(const std::vector<std::string>& argv, const TempDir
   return s;
 }
 
+// The second oracle on a representative trace (issue 19): Go 1.23's web UI must serve every
+// page, and its -pprof=KIND must agree with Go 1.19's where the two versions are meant to:
+// Go 1.23 counts a wait only from a GoBlock* with a stack and merges or drops the waits that
+// g0 ended (README.md, "Compatibility"; test/model/go123_test.cc), so it never counts more
+// waits than Go 1.19, and it counts some when Go 1.19 does. Returns Go 1.23's profile (ok ==
+// false after a WARN when Go 1.23 is not installed).
+inline PprofResult CheckWithGo123(const std::string& trace, const std::string& kind) {
+  const std::string go123 = Go123Binary();
+  if (go123.empty()) {
+    WARN("Go 1.23 (" GOTRACE_GO123_BINARY ") is not installed: Go 1.23 checks skipped");
+    return {};
+  }
+  const std::string web = WebCheck(trace, go123);
+  if (web.find("time stamps out of order") != std::string::npos &&
+      ParseWithGo(trace).ok) {
+    // Known open defect (issue 19 report, README.md "Compatibility"): under load, some traces
+    // that Go 1.19 accepts fail Go 1.23's merge check (oldtrace parser: the merged events must
+    // be sorted by time). Reported here, not hidden: every other Go 1.23 failure fails.
+    WARN("Go 1.23 rejects this trace (time stamps out of order) although Go 1.19 accepts it: "
+         "the known Go 1.23 ordering defect; its other Go 1.23 checks skipped");
+    return {};
+  }
+  INFO("Go 1.23 web check: " << web);
+  CHECK(web.empty());
+  const PprofResult old_profile = Pprof(trace, kind);
+  PprofResult new_profile = Pprof(trace, kind, go123);
+  INFO("Go 1.19: " << old_profile.error << "\nGo 1.23: " << new_profile.error);
+  REQUIRE(old_profile.ok);
+  REQUIRE(new_profile.ok);
+  const ProfileTotals o = Totals(old_profile), n = Totals(new_profile);
+  INFO(kind << ": Go 1.19 " << o.count << " waits, " << o.nanoseconds << " ns; Go 1.23 "
+            << n.count << " waits, " << n.nanoseconds << " ns");
+  REQUIRE(o.ok);
+  REQUIRE(n.ok);
+  CHECK(n.count <= o.count);
+  CHECK((n.count > 0) == (o.count > 0));
+  return new_profile;
+}
+
 // Each GoUnblock paired with the event that blocked its target.
 struct Wake {
   const GoEvent* block;    // GoBlockSync, GoBlockCond, GoSleep, ...

@@ -28,11 +28,15 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 extern char** environ;
 
 #ifndef GOTRACE_GO_BINARY
 #define GOTRACE_GO_BINARY "/usr/lib/go-1.19/bin/go"
+#endif
+#ifndef GOTRACE_GO123_BINARY
+#define GOTRACE_GO123_BINARY "/usr/lib/go-1.23/bin/go"
 #endif
 
 namespace gotrace::testing {
@@ -638,14 +642,44 @@ std::string ListeningAddress(std::string_view err) {
   return std::string(addr);
 }
 
-// The first goroutine group's link on /goroutines: <a href="/goroutine?id=PC">.
-std::string FirstGoroutineGroup(std::string_view body) {
-  constexpr std::string_view kLink = "/goroutine?id=";
+// The first goroutine group's page on /goroutines, as a request path: Go 1.19 links
+// <a href="/goroutine?id=PC">, Go 1.23 and later <a href="/goroutine?name=NAME"> with the name
+// URL-escaped and then HTML-escaped by html/template (so "&" arrives as "&amp;", "+" as "&#43;").
+// "" if the page lists no group.
+std::string FirstGoroutineGroupPage(std::string_view body) {
+  constexpr std::string_view kLink = "href=\"/goroutine?";
   const size_t at = body.find(kLink);
   if (at == std::string_view::npos) return "";
-  size_t end = at + kLink.size();
-  while (end < body.size() && body[end] >= '0' && body[end] <= '9') ++end;
-  return std::string(body.substr(at + kLink.size(), end - at - kLink.size()));
+  const size_t begin = at + std::string_view("href=\"").size();
+  const size_t end = body.find('"', begin);
+  if (end == std::string_view::npos) return "";
+  const std::string_view href = body.substr(begin, end - begin);
+  static constexpr std::pair<std::string_view, std::string_view> kEntities[] = {
+      {"&amp;", "&"}, {"&#43;", "%2B"}, {"&#39;", "%27"}, {"&#34;", "%22"}, {"&quot;", "%22"},
+      {"&lt;", "%3C"}, {"&gt;", "%3E"}};
+  std::string path;
+  for (size_t i = 0; i < href.size();) {
+    bool replaced = false;
+    for (const auto& [entity, text] : kEntities) {
+      if (href.substr(i).starts_with(entity)) {
+        path += text;
+        i += entity.size();
+        replaced = true;
+        break;
+      }
+    }
+    if (replaced) continue;
+    const unsigned char c = static_cast<unsigned char>(href[i++]);
+    if (c <= ' ' || c >= 0x7f) {  // a raw space or byte the request line cannot carry
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      path += '%';
+      path += kHex[c >> 4];
+      path += kHex[c & 15];
+    } else {
+      path += static_cast<char>(c);
+    }
+  }
+  return path;
 }
 
 std::string FirstLine(std::string_view text, size_t max) {
@@ -684,8 +718,35 @@ std::string GoBinary() {
   return GOTRACE_GO_BINARY;
 }
 
+std::string Go123Binary() {
+  const char* env = std::getenv("GOTRACE_GO123");
+  const std::string go = env != nullptr ? std::string(env) : std::string(GOTRACE_GO123_BINARY);
+  if (go.empty() || access(go.c_str(), X_OK) != 0) return "";
+  return go;
+}
+
+int GoMinorVersion(const std::string& go) {
+  // One `go env GOVERSION` per toolchain: tests ask for every trace they check.
+  static std::map<std::string, int> known;
+  if (const auto it = known.find(go); it != known.end()) return it->second;
+  int minor = -1;
+  const RunResult r = Run({go, "env", "GOVERSION"});
+  // "go1.19.8", "go1.23.1", "go1.24rc1": the number after "go1.".
+  std::string_view v = TrimRight(r.Success() ? std::string_view(r.out) : std::string_view());
+  if (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+  if (v.starts_with("go1.")) {
+    v.remove_prefix(4);
+    size_t digits = 0;
+    while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+    if (!ParseNumber(v.substr(0, digits), &minor)) minor = -1;
+  }
+  known[go] = minor;
+  return minor;
+}
+
 ParsedTrace ParseWithGo(const std::string& trace_path) {
   ParsedTrace result;
+  // Go 1.19's -d output; Go 1.23's -d takes a level (-d=1) and prints the converted events.
   const RunResult run = Run({GoBinary(), "tool", "trace", "-d", trace_path});
   if (!run.Success()) {
     result.error = FailureText(run);
@@ -695,44 +756,109 @@ ParsedTrace ParseWithGo(const std::string& trace_path) {
   return result;
 }
 
+std::string WebCheck(const std::string& trace_path) { return WebCheck(trace_path, GoBinary()); }
+
 namespace {
-// Starts `go tool trace -http` on trace_path in *server; sets *addr once it
-// listens. Returns "" or why it did not.
-std::string StartTraceServer(Subprocess* server, const std::string& trace_path,
-                             Clock::time_point deadline, std::string* addr) {
-  if (std::string err =
-          server->Start({GoBinary(), "tool", "trace", "-http=127.0.0.1:0", trace_path});
-      !err.empty()) {
-    return "WebCheck: " + err;
+
+// The pages WebCheck requests, by the minor version of the serving Go (-1: unknown, the newest
+// list).
+std::vector<std::string> PagesFor(int go_minor) {
+  // The profile pages (/io, /block, /syscall, /sched) render SVG through `go tool pprof -svg`,
+  // which runs Graphviz's dot: they answer 500 without it.
+  if (go_minor >= 0 && go_minor < 23) {
+    return {"/",     "/goroutines", "/jsontrace",  "/block?raw=1", "/io",  "/block",
+            "/syscall", "/sched",   "/usertasks", "/userregions", "/mmu", "/mmuPlot"};
   }
+  // Go 1.23 and later (cmd/trace/main.go; up to 1.22 a trace of this format is served by the
+  // old cmd/trace): the trace viewer by proc and by thread, the goroutine groups by name, the
+  // MMU plot under /mmu?mode=plot, with the page's default flags and per goroutine.
+  return {"/",          "/trace",       "/jsontrace",  "/jsontrace?view=thread",
+          "/goroutines", "/block?raw=1", "/io",         "/block",
+          "/syscall",   "/sched",       "/usertasks",  "/userregions",
+          "/mmu",       "/mmu?mode=plot&flags=system|stw|background|assist",
+          "/mmu?mode=plot&flags=perProc|stw|background|assist|sweep"};
+}
+
+}  // namespace
+
+std::string WebCheck(const std::string& trace_path, const std::string& go) {
+  const std::string who = go == GoBinary() ? "WebCheck" : "WebCheck(" + go + ")";
+  Subprocess server;
+  if (std::string err = server.Start({go, "tool", "trace", "-http=127.0.0.1:0", trace_path});
+      !err.empty()) {
+    return who + ": " + err;
+  }
+  const auto deadline = Clock::now() + kToolTimeout;
+
   // cmd/trace listens first, then parses and runs the viewer generator over the whole trace
   // (where goroutines left running or unclosed GC/STW crash it), and only then logs the address.
+  std::string addr;
   for (;;) {
-    *addr = ListeningAddress(server->err());
-    if (!addr->empty()) return "";
-    if (!server->OutputOpen()) {
-      server->Wait(deadline);
-      return "WebCheck: go tool trace exited (" + DescribeStatus(server->status()) +
-             ") before listening" + ServerStderrSection(*server);
+    addr = ListeningAddress(server.err());
+    if (!addr.empty()) break;
+    if (!server.OutputOpen()) {
+      server.Wait(deadline);
+      return who + ": go tool trace exited (" + DescribeStatus(server.status()) +
+             ") before listening" + ServerStderrSection(server);
     }
     if (Clock::now() >= deadline) {
-      server->Kill();
-      server->Wait(deadline);
-      return "WebCheck: go tool trace did not start listening within " +
-             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(*server);
+      server.Kill();
+      server.Wait(deadline);
+      return who + ": go tool trace did not start listening within " +
+             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(server);
     }
-    server->Pump(MillisLeft(deadline));
+    server.Pump(MillisLeft(deadline));
   }
+
+  std::vector<std::string> pages = PagesFor(GoMinorVersion(go));
+  std::string problem;
+  for (size_t i = 0; i < pages.size() && problem.empty(); ++i) {
+    const HttpResponse resp = HttpGet(addr, pages[i], &server);
+    if (!resp.error.empty()) {
+      problem = who + ": GET " + pages[i] + ": " + resp.error;
+    } else if (resp.status != 200) {
+      problem =
+          who + ": GET " + pages[i] + ": " + resp.status_line + ": " + FirstLine(resp.body, 200);
+    } else if (resp.body.empty()) {
+      problem = who + ": GET " + pages[i] + ": HTTP 200 with an empty body";
+    } else if (pages[i] == "/goroutines") {
+      const std::string group = FirstGoroutineGroupPage(resp.body);
+      if (!group.empty()) pages.insert(pages.begin() + i + 1, group);
+    }
+  }
+  if (!problem.empty()) server.Drain(2000);  // the panic is logged before the connection closes
+  server.Kill();
+  server.Wait(Clock::now() + kToolTimeout);
+  if (!problem.empty()) problem += ServerStderrSection(server);
+  return problem;
 }
-}  // namespace
 
 std::string WebPages(const std::string& trace_path, const std::vector<std::string>& pages,
                      std::vector<std::string>* bodies) {
   Subprocess server;
+  if (std::string err = server.Start({GoBinary(), "tool", "trace", "-http=127.0.0.1:0", trace_path});
+      !err.empty()) {
+    return "WebPages: " + err;
+  }
   const auto deadline = Clock::now() + kToolTimeout;
   std::string addr;
-  std::string problem = StartTraceServer(&server, trace_path, deadline, &addr);
-  if (!problem.empty()) return problem;
+  for (;;) {
+    addr = ListeningAddress(server.err());
+    if (!addr.empty()) break;
+    if (!server.OutputOpen()) {
+      server.Wait(deadline);
+      return "WebPages: go tool trace exited (" + DescribeStatus(server.status()) +
+             ") before listening" + ServerStderrSection(server);
+    }
+    if (Clock::now() >= deadline) {
+      server.Kill();
+      server.Wait(deadline);
+      return "WebPages: go tool trace did not start listening within " +
+             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(server);
+    }
+    server.Pump(MillisLeft(deadline));
+  }
+  std::string problem;
   bodies->clear();
   for (const std::string& page : pages) {
     const HttpResponse resp = HttpGet(addr, page, &server);
@@ -748,41 +874,14 @@ std::string WebPages(const std::string& trace_path, const std::vector<std::strin
   return problem;
 }
 
-std::string WebCheck(const std::string& trace_path) {
-  Subprocess server;
-  const auto deadline = Clock::now() + kToolTimeout;
-  std::string addr;
-  if (std::string err = StartTraceServer(&server, trace_path, deadline, &addr); !err.empty())
-    return err;
-
-  std::vector<std::string> pages = {"/",          "/goroutines",  "/jsontrace", "/block?raw=1",
-                                    "/usertasks", "/userregions", "/mmu",       "/mmuPlot"};
-  std::string problem;
-  for (size_t i = 0; i < pages.size() && problem.empty(); ++i) {
-    const HttpResponse resp = HttpGet(addr, pages[i], &server);
-    if (!resp.error.empty()) {
-      problem = "WebCheck: GET " + pages[i] + ": " + resp.error;
-    } else if (resp.status != 200) {
-      problem =
-          "WebCheck: GET " + pages[i] + ": " + resp.status_line + ": " + FirstLine(resp.body, 200);
-    } else if (resp.body.empty()) {
-      problem = "WebCheck: GET " + pages[i] + ": HTTP 200 with an empty body";
-    } else if (pages[i] == "/goroutines") {
-      const std::string id = FirstGoroutineGroup(resp.body);
-      if (!id.empty()) pages.insert(pages.begin() + i + 1, "/goroutine?id=" + id);
-    }
-  }
-  if (!problem.empty()) server.Drain(2000);  // the panic is logged before the connection closes
-  server.Kill();
-  server.Wait(Clock::now() + kToolTimeout);
-  if (!problem.empty()) problem += ServerStderrSection(server);
-  return problem;
+PprofResult Pprof(const std::string& trace_path, const std::string& kind) {
+  return Pprof(trace_path, kind, GoBinary());
 }
 
-PprofResult Pprof(const std::string& trace_path, const std::string& kind) {
+PprofResult Pprof(const std::string& trace_path, const std::string& kind, const std::string& go) {
   PprofResult result;
   const std::string flag = "-pprof=" + (kind == "io" ? std::string("net") : kind);
-  const RunResult gen = Run({GoBinary(), "tool", "trace", flag, trace_path});
+  const RunResult gen = Run({go, "tool", "trace", flag, trace_path});
   if (!gen.Success()) {
     result.error = "go tool trace " + flag + ": " + FailureText(gen);
     return result;
@@ -792,12 +891,12 @@ PprofResult Pprof(const std::string& trace_path, const std::string& kind) {
     result.error = err;
     return result;
   }
-  const RunResult traces = Run({GoBinary(), "tool", "pprof", "-traces", profile.path()});
+  const RunResult traces = Run({go, "tool", "pprof", "-traces", profile.path()});
   if (!traces.Success()) {
     result.error = "go tool pprof -traces: " + FailureText(traces);
     return result;
   }
-  const RunResult raw = Run({GoBinary(), "tool", "pprof", "-raw", profile.path()});
+  const RunResult raw = Run({go, "tool", "pprof", "-raw", profile.path()});
   if (!raw.Success()) {
     result.error = "go tool pprof -raw: " + FailureText(raw);
     return result;
@@ -806,6 +905,44 @@ PprofResult Pprof(const std::string& trace_path, const std::string& kind) {
   result.raw = raw.out;
   result.ok = true;
   return result;
+}
+
+ProfileTotals Totals(const PprofResult& profile) {
+  // `go tool pprof -raw`: "Samples:", a line naming the sample types, then one row per sample,
+  // "<count> <nanoseconds>: <location ids>", until "Locations".
+  ProfileTotals totals;
+  bool in_samples = false;
+  bool header_seen = false;
+  for (std::string_view line : SplitLines(profile.raw)) {
+    line = TrimRight(line);
+    if (!in_samples) {
+      in_samples = line == "Samples:";
+      continue;
+    }
+    if (!header_seen) {
+      header_seen = true;
+      continue;
+    }
+    if (line.starts_with("Locations")) break;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view values = line.substr(0, colon);
+    uint64_t numbers[2] = {0, 0};
+    size_t n = 0;
+    while (n < 2) {
+      while (!values.empty() && values.front() == ' ') values.remove_prefix(1);
+      if (values.empty()) break;
+      const std::string_view token = NextToken(&values);
+      if (!ParseNumber(token, &numbers[n])) break;
+      ++n;
+    }
+    if (n != 2) return ProfileTotals{};
+    totals.count += numbers[0];
+    totals.nanoseconds += numbers[1];
+    ++totals.stacks;
+  }
+  totals.ok = header_seen;
+  return totals;
 }
 
 std::string ValidateTrace(const std::string& trace_path) {

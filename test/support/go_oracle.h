@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-//===-- test/support/go_oracle.h - Go 1.19's own tools as the trace oracle -===//
+//===-- test/support/go_oracle.h - Go's own tools as the trace oracle -----===//
 //
 // Runs `go tool trace` (-d, -pprof, web mode) and `go tool pprof` on a trace
-// file and returns what they said, so tests can check gotrace's output against
+// file with Go 1.19 (the format's own parser) and, for web mode and -pprof, a
+// current Go (1.23, which converts the file to its own event model first),
+// and returns what they said, so tests can check gotrace's output against
 // the real parser rather than against our own reading of the format
 // (GO_TRACE_FORMAT.md §2.11, §6 item 9; STYLE.md G9, H33).
 //
@@ -50,12 +52,19 @@ ParsedTrace ParseWithGo(const std::string& trace_path);
 
 // The web-mode check (GO_TRACE_FORMAT.md Appendix A and §6 item 9). Starts
 // `go tool trace -http=127.0.0.1:0 FILE`, waits for "Trace viewer is listening on http://…", then
-// GETs /, /goroutines, /goroutine?id=<first group on /goroutines>, /jsontrace, /block?raw=1,
-// /usertasks, /userregions, /mmu and /mmuPlot and requires HTTP 200 with a non-empty body for
-// each. Returns "" if all pass. Otherwise returns a first line naming the failing page (or saying
-// that the server exited before listening) followed by an excerpt of the server's stderr:
-// handler panics close the connection without a response, startup crashes exit before listening.
-std::string WebCheck(const std::string& trace_path);
+// GETs every page the UI links to and requires HTTP 200 with a non-empty body for each. Go 1.19:
+// /, /goroutines, /goroutine?id=<first group on /goroutines>, /jsontrace, /block?raw=1, the
+// profile pages /io, /block, /syscall and /sched (SVG drawn by Graphviz's dot), /usertasks,
+// /userregions, /mmu and /mmuPlot (also Go 1.22's pages for this format). Go 1.23 and later
+// (another UI over the same file, converted from the 1.19 format by internal/trace's oldtrace
+// converter): /, /trace, /jsontrace and /jsontrace?view=thread, /goroutines,
+// /goroutine?name=<first group>, /block?raw=1, the four profile pages, /usertasks,
+// /userregions, /mmu and /mmu?mode=plot (system and per goroutine). Returns "" if all pass.
+// Otherwise returns a first line naming the failing page (or saying that the server exited
+// before listening) followed by an excerpt of the server's stderr: handler panics close the
+// connection without a response, startup crashes exit before listening.
+std::string WebCheck(const std::string& trace_path);  // with GoBinary()
+std::string WebCheck(const std::string& trace_path, const std::string& go);
 
 // The bodies of `pages` of `go tool trace -http` on trace_path, in order (to
 // check what a page lists, e.g. /usertasks). Returns "" or the first problem
@@ -73,10 +82,30 @@ struct PprofResult {
 // `go tool trace -pprof=KIND FILE > tmp`, then `go tool pprof -traces` and `-raw` on tmp.
 // kind: sync | syscall | net | sched; "io" is accepted as a synonym of "net" (Go 1.19's CLI has
 // no -pprof=io; its web page /io serves the same profile as -pprof=net).
-PprofResult Pprof(const std::string& trace_path, const std::string& kind);
+PprofResult Pprof(const std::string& trace_path, const std::string& kind);  // with GoBinary()
+PprofResult Pprof(const std::string& trace_path, const std::string& kind, const std::string& go);
 
-// $GOTRACE_GO if set and non-empty, else the compile definition GOTRACE_GO_BINARY.
+// The sums over a profile's samples, from PprofResult::raw: every trace profile has two sample
+// values, a count and a time in nanoseconds. ok is false if raw has no sample table.
+struct ProfileTotals {
+  bool ok = false;
+  uint64_t count = 0;
+  uint64_t nanoseconds = 0;
+  size_t stacks = 0;  // sample rows (distinct stacks)
+};
+ProfileTotals Totals(const PprofResult& profile);
+
+// $GOTRACE_GO if set and non-empty, else the compile definition GOTRACE_GO_BINARY (Go 1.19).
 std::string GoBinary();
+
+// The second oracle, a current Go: $GOTRACE_GO123 if set, else the compile definition
+// GOTRACE_GO123_BINARY (CMake's GOTRACE_GO123, /usr/lib/go-1.23/bin/go from bookworm-backports).
+// "" when that is empty or not an executable: callers skip their Go 1.23 checks then (with a
+// WARN line), since scripts/test installs it only where bookworm-backports can be reached.
+std::string Go123Binary();
+
+// The minor version of a Go toolchain (`go env GOVERSION`: go1.23.1 -> 23), -1 if unknown.
+int GoMinorVersion(const std::string& go);
 
 // ParseWithGo, then WebCheck. Returns "" or the first problem.
 std::string ValidateTrace(const std::string& trace_path);
