@@ -765,7 +765,9 @@ class Module {
           if (tag == DW_TAG_inlined_subroutine) CallSite(&path[i], &file, &line);
         }
         if (frames->back().func.empty()) frames->back().func = SymbolName(addr);
-        if (frames->back().func.empty()) frames->back().func = OffsetFrame(addr).func;
+        if (frames->back().func.empty()) frames->back() = SymFrame{OffsetFrame(addr).func,
+                                                                   frames->back().file,
+                                                                   frames->back().line, false};
         return;
       }
     }
@@ -800,7 +802,7 @@ class Module {
   SymFrame OffsetFrame(uint64_t addr) const {
     char hex[32];
     std::snprintf(hex, sizeof hex, "+0x%" PRIx64, addr - bias_);
-    return SymFrame{base_ + hex, std::string(), 0};
+    return SymFrame{base_ + hex, std::string(), 0, false};
   }
 
   const CuIndex& Index(Dwarf_Die* cudie) {

@@ -53,6 +53,9 @@ class ThreadLog {
   ThreadLog& Heap(Tick ts, uint32_t cpu, uint64_t bytes);
   ThreadLog& StackDef(Tick ts, uint32_t cpu, uint64_t id, std::vector<uint64_t> pcs,
                       uint32_t epoch = 0);
+  // kThreadName: serial 0 names this stream's thread, else the thread stream
+  // with that serial (written in the process stream).
+  ThreadLog& Name(Tick ts, uint32_t cpu, uint32_t serial, const std::string& name);
 
   uint32_t tid() const { return tid_; }
   uint32_t serial() const { return serial_; }
