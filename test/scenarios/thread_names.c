@@ -3,6 +3,7 @@
 // the JVM's and redis's do. Two "pool" threads share one start routine and
 // end before the process; a "watcher" is still blocked in read() when the
 // process exits, so its name can only come from the exit path.
+#define _GNU_SOURCE  // pthread_setname_np, pthread_getname_np
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
