@@ -105,16 +105,23 @@ void GoTraceWriter::Event(uint32_t p, go::EvType type, uint64_t ts,
     ts = pr.last;
     ++clamped_;
   }
+  // A CPU sample carries its time as an argument (Go's runtime writes them
+  // into batches of their own). Go 1.21+'s converter skips these events
+  // without adding their time delta, so a sample among a P's events must
+  // not move the batch's clock: delta 0, and the next event's delta runs
+  // from the event before it (Go 1.19 reads the same times either way).
+  const bool sample = type == go::kEvCPUSample;
+  const uint64_t delta = sample ? 0 : ts - pr.last;
   uint8_t* out = pr.buf.get() + pr.len;
   const size_t nargs = args.size() + 1;  // + the time delta
   if (nargs <= 3) {
     *out++ = static_cast<uint8_t>(type | ((nargs - 1) << 6));
-    out = PutUvarint(out, ts - pr.last);
+    out = PutUvarint(out, delta);
     for (uint64_t a : args) out = PutUvarint(out, a);
   } else {
     // Long form: the payload's byte length first (it is < 128 here).
     uint8_t payload[kMaxVarintBytes * 8];
-    uint8_t* q = PutUvarint(payload, ts - pr.last);
+    uint8_t* q = PutUvarint(payload, delta);
     for (uint64_t a : args) q = PutUvarint(q, a);
     const size_t len = static_cast<size_t>(q - payload);
     *out++ = static_cast<uint8_t>(type | (3 << 6));
@@ -123,7 +130,7 @@ void GoTraceWriter::Event(uint32_t p, go::EvType type, uint64_t ts,
     out += len;
   }
   pr.len = static_cast<size_t>(out - pr.buf.get());
-  pr.last = ts;
+  if (!sample) pr.last = ts;
   ++events_;
   if (pr.len >= kBatchFlushBytes) FlushProc(p);
 }

@@ -441,10 +441,16 @@ Status Replay::Run() {
 
 uint64_t Replay::StartStackOf(const Thread& t, uint64_t creator_stack) {
   const char* fallback = t.is_main ? "main" : "thread";
-  return stacks_->StartStack(t.file, t.start_pc, creator_stack, fallback);
+  return stacks_->StartStack(t.file, t.start_pc, creator_stack, fallback, Index(t) + 1);
 }
 
 void Replay::Snapshot(Tick t0) {
+  // Gomaxprocs first, so that the threads that exist at the start are
+  // created after it: Go 1.21+ (internal/trace's oldtrace converter) drops
+  // the start stack of goroutines created before it and names them by the
+  // outermost frame of a later stack instead, where 1.19 names them by
+  // their start stack. Created after it, every version reads the same name.
+  Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
   const auto& streams = logs_.streams();
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
@@ -460,7 +466,6 @@ void Replay::Snapshot(Tick t0) {
     ++stats_->snapshot_threads;
   }
   (void)t0;
-  Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
   // Go 1.21+ read this format through internal/trace's oldtrace converter, which takes the
   // first Gomaxprocs as the end of the start snapshot and drops it, so without a second one
   // their MMU (/mmu?mode=plot: MutatorUtilizationV2) sees no GOMAXPROCS and panics. The same
@@ -742,6 +747,22 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
     case log::kProcessInfo: {
       log::ProcessInfoFields pi;
       if (log::ParseProcessInfo(r, &pi)) meta_[st.file].argv = std::move(pi.argv);
+      return;
+    }
+    case log::kThreadName: {
+      // Serial 0: this stream's thread. It may come after the thread's
+      // GoCreate (written as it ends): the stack table names at the end.
+      log::ThreadNameFields tn;
+      if (!log::ParseThreadName(r, &tn)) return;
+      uint32_t idx = s;
+      if (tn.serial != 0) {
+        auto it = by_serial_.find((uint64_t{st.file} << 32) | tn.serial);
+        if (it == by_serial_.end()) return;
+        idx = it->second;
+      } else if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) {
+        return;
+      }
+      stacks_->ThreadName(idx + 1, std::move(tn.name));
       return;
     }
     case log::kThreadCpu: {

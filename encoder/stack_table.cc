@@ -39,8 +39,23 @@ GoFrame StackTable::TruncatedFrame(GoTraceWriter* w) {
   return f;
 }
 
+// A frame that only names (a start stack's): one synthetic PC per name, so
+// that the goroutine list, which groups by PC, groups by it.
+GoFrame StackTable::NamedFrame(GoTraceWriter* w, const std::string& func,
+                               const std::string& file) {
+  GoFrame f;
+  f.func = w->String(func);
+  f.file = w->String(file);
+  f.line = 0;
+  // File 0 is no string's id: these keys never meet a symbolized frame's.
+  auto [syn, fresh] = synthetic_pc_.try_emplace(FrameKey{f.func, 0, 0}, 0);
+  if (fresh) syn->second = next_synthetic_pc_++;
+  f.pc = syn->second;
+  return f;
+}
+
 uint32_t StackTable::NewRef(uint32_t file, uint64_t log_id) {
-  used_.push_back(Used{file, false, log_id, 0, nullptr});
+  used_.push_back(Used{file, false, log_id, 0, nullptr, 0});
   return static_cast<uint32_t>(used_.size());
 }
 
@@ -51,12 +66,16 @@ uint64_t StackTable::RefSlow(uint32_t file, uint64_t log_id) {
 }
 
 uint64_t StackTable::StartStack(uint32_t file, uint64_t start_pc, uint64_t creator_stack,
-                                const char* fallback) {
+                                const char* fallback, uint64_t thread) {
+  // A thread's own key is unique already: the rest of the key only matters
+  // for shared ones.
   const std::string key =
-      Key(file, start_pc, start_pc ? creator_stack : 0, reinterpret_cast<uintptr_t>(fallback));
+      thread != 0 ? Key(~uint32_t{0}, thread, 0, 0)
+                  : Key(file, start_pc, start_pc ? creator_stack : 0,
+                        reinterpret_cast<uintptr_t>(fallback));
   auto [it, inserted] = start_ids_.try_emplace(key, 0);
   if (inserted) {
-    used_.push_back(Used{file, true, creator_stack, start_pc, fallback});
+    used_.push_back(Used{file, true, creator_stack, start_pc, fallback, thread});
     it->second = static_cast<uint32_t>(used_.size());
   }
   return it->second;
@@ -69,12 +88,16 @@ bool StackTable::IsAnnotateHeader(const std::string& file) {
          (file.size() == kHeader.size() || file[file.size() - kHeader.size() - 1] == '/');
 }
 
-const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
+void StackTable::ThreadName(uint64_t thread, std::string name) {
+  if (thread != 0 && !name.empty()) thread_names_[thread] = std::move(name);
+}
+
+const StackTable::Expanded& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
                                                uint32_t epoch, uint64_t pc, bool return_address,
                                                bool physical_only, StackStats* stats) {
   const std::string key = Key(file, epoch, pc, (return_address ? 1 : 0) | (physical_only ? 2 : 0));
   auto [it, inserted] = expanded_.try_emplace(key);
-  if (!inserted) return it->second.frames;
+  if (!inserted) return it->second;
 
   std::vector<SymFrame> sf;
   const uint64_t addr = return_address && pc > 0 ? pc - 1 : pc;
@@ -82,11 +105,13 @@ const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
   if (sf.empty()) {
     char name[32];
     std::snprintf(name, sizeof name, "0x%" PRIx64, addr);
-    sf.push_back(SymFrame{name, "", 0});
+    sf.push_back(SymFrame{name, "", 0, false});
     ++stats->unknown_pcs;
   }
   if (physical_only) sf.erase(sf.begin(), sf.end() - 1);
 
+  it->second.named = sf.back().named;
+  if (!sf.back().named) it->second.stand_in = sf.back().func;
   std::vector<GoFrame>& out = it->second.frames;
   out.reserve(sf.size());
   for (size_t i = 0; i < sf.size(); ++i) {
@@ -108,7 +133,7 @@ const std::vector<GoFrame>& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
     }
     out.push_back(f);
   }
-  return out;
+  return it->second;
 }
 
 void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms,
@@ -122,16 +147,26 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
     if (u.start) {
       uint32_t epoch = 0;
       if (auto d = defs.find(u.log_id); d != defs.end()) epoch = d->second.epoch;
+      const Expanded* routine = nullptr;
       if (u.start_pc != 0) {
         // The runtime's convention: a start stack's PC is entry + 1, so that
         // the pc - 1 lookup every frame gets lands on the entry.
-        const auto& f = Expand(w, sym, u.file, epoch, u.start_pc + 1, true, true, stats);
-        frames.insert(frames.end(), f.begin(), f.end());
+        routine = &Expand(w, sym, u.file, epoch, u.start_pc + 1, true, true, stats);
+      }
+      const auto name = u.thread != 0 && (routine == nullptr || !routine->named)
+                            ? thread_names_.find(u.thread)
+                            : thread_names_.end();
+      if (name != thread_names_.end()) {
+        // Named after the thread, with one PC per name (the 1.19 goroutine
+        // list groups by it); the routine's address, if any, stays visible
+        // as the frame's file.
+        frames.push_back(NamedFrame(w, name->second, routine != nullptr ? routine->stand_in : "?"));
+      } else if (routine != nullptr) {
+        frames.insert(frames.end(), routine->frames.begin(), routine->frames.end());
       } else {
         // Unknown start routine: a named frame with a PC of its own (the
         // goroutine list groups by the start PC, which must not be 0).
-        GoFrame f{next_synthetic_pc_++, w->String(u.fallback), w->String("?"), 0};
-        frames.push_back(f);
+        frames.push_back(NamedFrame(w, u.fallback, "?"));
       }
     } else {
       auto d = defs.find(u.log_id);
@@ -140,7 +175,7 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
         continue;
       }
       for (uint64_t pc : d->second.pcs) {
-        const auto& f = Expand(w, sym, u.file, d->second.epoch, pc, true, false, stats);
+        const auto& f = Expand(w, sym, u.file, d->second.epoch, pc, true, false, stats).frames;
         frames.insert(frames.end(), f.begin(), f.end());
       }
       if (frames.empty()) continue;

@@ -73,8 +73,17 @@ class StackTable {
   // Trace stack id of the one-frame start stack of a thread whose start
   // routine is start_pc (0: unknown, named `fallback`). `creator_stack` is the
   // log stack of the creation, whose epoch locates start_pc (0: epoch 0).
+  // `thread` (nonzero: the caller's key for one thread) gives the thread a
+  // start stack of its own, which ThreadName can still name until WriteAll.
   uint64_t StartStack(uint32_t file, uint64_t start_pc, uint64_t creator_stack,
-                      const char* fallback);
+                      const char* fallback, uint64_t thread = 0);
+
+  // The kernel's name of `thread` (the last one given wins). Go's tools name
+  // and group goroutines by frame 0 of their start stack: where the start
+  // routine has no name (unknown, or `module+0xoffset` in a stripped module)
+  // that frame becomes the thread's name, so that unnamed threads read and
+  // group by what the program called them; named routines keep their name.
+  void ThreadName(uint64_t thread, std::string name);
 
   // Symbolizes and writes every referenced stack. syms[file] may be null.
   void WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms, StackStats* stats);
@@ -97,6 +106,7 @@ class StackTable {
     uint64_t log_id;       // log stack, or for start stacks the creator's log stack
     uint64_t start_pc;
     const char* fallback;
+    uint64_t thread;       // start stacks: the thread's key, or 0
   };
   struct FrameKey {
     uint64_t func, file, line;
@@ -110,19 +120,23 @@ class StackTable {
   };
   struct Expanded {
     std::vector<GoFrame> frames;
+    bool named = true;  // the outermost frame has a real name
+    std::string stand_in;  // else: the name it goes by (`module+0xoffset`)
   };
 
   static bool IsAnnotateHeader(const std::string& file);
   uint32_t NewRef(uint32_t file, uint64_t log_id);
   GoFrame TruncatedFrame(GoTraceWriter* w);
+  GoFrame NamedFrame(GoTraceWriter* w, const std::string& func, const std::string& file);
   uint64_t RefSlow(uint32_t file, uint64_t log_id);
-  const std::vector<GoFrame>& Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
+  const Expanded& Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
                                      uint32_t epoch, uint64_t pc, bool return_address,
                                      bool physical_only, StackStats* stats);
 
   std::vector<FileStacks> files_;
   std::vector<Used> used_;  // index = trace id - 1
   std::unordered_map<std::string, uint32_t> start_ids_;
+  std::unordered_map<uint64_t, std::string> thread_names_;
   // Symbolization caches (WriteAll only).
   std::unordered_map<std::string, Expanded> expanded_;
   std::unordered_map<uint64_t, FrameKey> pc_owner_;

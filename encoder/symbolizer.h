@@ -22,6 +22,10 @@ struct SymFrame {
   std::string func;  // demangled; empty if unknown
   std::string file;  // source file; empty if unknown
   uint32_t line = 0;
+  // False when func is only a stand-in for a name (`module+0xoffset`: a
+  // stripped module): the encoder may then prefer another name, such as a
+  // thread's, for a start routine.
+  bool named = true;
 };
 
 class Symbolizer {

@@ -358,6 +358,37 @@ uint64_t CountEvents(ThreadRec* r) {
   return n;
 }
 
+// The kernel name of live thread `tid` (/proc/self/task/TID/comm, which
+// pthread_setname_np and prctl(PR_SET_NAME) set) as a kThreadName record in
+// the process stream: threads still running at the end never reach their
+// own end-of-thread record, and the encoder names unnamed (stripped) start
+// routines after it. Raw system calls only (async-signal-safe).
+void RecordThreadComm(uint32_t tid, uint32_t serial) {
+  char path[40] = "/proc/self/task/";
+  size_t n = sys::StrLen(path);
+  char digits[12];
+  size_t nd = 0;
+  do {
+    digits[nd++] = static_cast<char>('0' + tid % 10);
+    tid /= 10;
+  } while (tid != 0);
+  while (nd > 0) path[n++] = digits[--nd];
+  const char kTail[] = "/comm";
+  for (size_t i = 0; i < sizeof kTail; ++i) path[n++] = kTail[i];  // with its NUL
+  const long fd = sys::OpenAt(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  char name[32];
+  const long got = sys::Read(static_cast<int>(fd), name, 16);  // TASK_COMM_LEN - 1 + '\n'
+  sys::Close(static_cast<int>(fd));
+  if (got <= 0) return;
+  size_t len = static_cast<size_t>(got);
+  while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == '\0')) --len;
+  if (len == 0) return;
+  ProcReserve(log::ChunkWriter::VarRecordBound(kMaxVarintBytes + 1 + 16), true);
+  ProcWriter().ThreadName(sys::Ticks(), 0, serial, std::string_view(name, len));
+  ProcCommit();
+}
+
 // Ends the log: every thread wrote its records into its slot already
 // (threads may still be running and add more, which the encoder reads only
 // up to the end record's time). What is left is the stack of threads blocked
@@ -394,6 +425,7 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
         ProcWriter().ThreadCpu(sys::Ticks(), 0, r->s.serial, ns);
         ProcCommit();
       }
+      RecordThreadComm(r->s.tid, r->s.serial);
     }
     log::SlotHeader* h = r->s.hdr();
     const uint32_t kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);

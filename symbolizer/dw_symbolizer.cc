@@ -51,11 +51,36 @@ namespace {
 constexpr uint64_t kNever = UINT64_MAX;  // not unloaded
 constexpr int kMaxDepth = 64;
 
+// The root of the separate debug files: /usr/lib/debug (where Debian's
+// -dbgsym packages put .build-id/xx/rest.debug), or $GOTRACE_DEBUG_ROOT
+// (debug files unpacked elsewhere; tests).
+std::string DebugRoot() {
+  const char* env = std::getenv("GOTRACE_DEBUG_ROOT");
+  std::string r = env != nullptr && env[0] == '/' ? env : "/usr/lib/debug";
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return r;
+}
+
+// libdwfl's search path (dwfl_standard_find_debuginfo): its default with
+// DebugRoot() in place of /usr/lib/debug (null: the default). Set as each
+// module is made; a replaced string is left allocated, as a Dwfl may still
+// be reading it.
+char* g_debuginfo_path = nullptr;
+void InitDebuginfoPath() {
+  static std::mutex mu;
+  static std::string current = "/usr/lib/debug";
+  const std::string root = DebugRoot();
+  std::lock_guard<std::mutex> lock(mu);
+  if (root == current) return;
+  current = root;
+  g_debuginfo_path = strdup((":.debug:" + root).c_str());
+}
+
 const Dwfl_Callbacks kCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = nullptr,
+    .debuginfo_path = &g_debuginfo_path,
 };
 
 // Problem: dwfl_standard_find_debuginfo (and dwfl_build_id_find_elf) fall
@@ -133,7 +158,7 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const c
   std::vector<Candidate> candidates;
   if (id_len > 1) {
     static const char kHex[] = "0123456789abcdef";
-    std::string p = "/usr/lib/debug/.build-id/";
+    std::string p = DebugRoot() + "/.build-id/";
     p += kHex[id[0] >> 4];
     p += kHex[id[0] & 15];
     p += '/';
@@ -150,7 +175,7 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const c
     dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
     candidates.push_back({dir + "/" + debuglink_file, false});
     candidates.push_back({dir + "/.debug/" + debuglink_file, false});
-    candidates.push_back({"/usr/lib/debug" + dir + "/" + debuglink_file, false});
+    candidates.push_back({DebugRoot() + dir + "/" + debuglink_file, false});
   }
   for (const Candidate& c : candidates) {
     if (file_name != nullptr && c.path == file_name) continue;  // the module itself
@@ -442,6 +467,18 @@ struct RawSymtab {
     return nullptr;
   }
 
+  static bool HasSection(Elf* elf, const char* name) {
+    size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) == nullptr) continue;
+      const char* n = elf_strptr(elf, shstrndx, sh.sh_name);
+      if (n != nullptr && std::strcmp(n, name) == 0) return true;
+    }
+    return false;
+  }
+
   // The separate debug file, when we opened it ourselves.
   int debug_fd = -1;
   Elf* debug_elf = nullptr;
@@ -490,6 +527,10 @@ struct RawSymtab {
         src = debug_elf;  // same link-time addresses as the module: the same bias
       }
     }
+    // MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF with the symbols
+    // .dynsym lacks, as Fedora ships): libdwfl's table merges the two, so
+    // such a module is read through it (SymbolIndex) rather than here.
+    if (scn == nullptr && HasSection(elf, ".gnu_debugdata")) return false;
     if (scn == nullptr) scn = FindTable(elf, SHT_DYNSYM, &shdr);
     if (scn == nullptr || (data = elf_getdata(scn, nullptr)) == nullptr) return false;
     strtab_elf = src;
@@ -707,7 +748,9 @@ class Module {
         base_(Basename(path_)),
         bias_(bias),
         options_(options),
-        callbacks_(options.offline ? &kOfflineCallbacks : &kCallbacks) {}
+        callbacks_(options.offline ? &kOfflineCallbacks : &kCallbacks) {
+    InitDebuginfoPath();
+  }
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   ~Module() {
@@ -765,7 +808,9 @@ class Module {
           if (tag == DW_TAG_inlined_subroutine) CallSite(&path[i], &file, &line);
         }
         if (frames->back().func.empty()) frames->back().func = SymbolName(addr);
-        if (frames->back().func.empty()) frames->back().func = OffsetFrame(addr).func;
+        if (frames->back().func.empty()) frames->back() = SymFrame{OffsetFrame(addr).func,
+                                                                   frames->back().file,
+                                                                   frames->back().line, false};
         return;
       }
     }
@@ -800,7 +845,7 @@ class Module {
   SymFrame OffsetFrame(uint64_t addr) const {
     char hex[32];
     std::snprintf(hex, sizeof hex, "+0x%" PRIx64, addr - bias_);
-    return SymFrame{base_ + hex, std::string(), 0};
+    return SymFrame{base_ + hex, std::string(), 0, false};
   }
 
   const CuIndex& Index(Dwarf_Die* cudie) {

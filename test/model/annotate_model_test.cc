@@ -259,7 +259,7 @@ TEST_CASE("annotations: random sequences always encode to traces Go accepts",
       }
       b.TraceEnd(2'000'000);
       Checked k = EncodeAndValidate(b, dir);
-      CHECK(k.parsed.Count("Gomaxprocs") == 1);
+      CHECK(k.parsed.Count("Gomaxprocs") == 2);  // see Replay::Snapshot
     }
   }
 }

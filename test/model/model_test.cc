@@ -6,6 +6,7 @@
 // result, and asserts on the events Go parsed.
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -260,22 +261,23 @@ TEST_CASE("threads alive at start are in the snapshot; threads running at the en
   b.TraceEnd(50'000);
   Checked k = EncodeAndValidate(b, dir);
   const ParsedTrace& t = k.parsed;
-  // Snapshot first: GoCreate from g0 for every thread, then Gomaxprocs.
+  // Gomaxprocs first (Go 1.21+ reads the start stacks only of goroutines
+  // created after it), then the snapshot: GoCreate from g0 for every thread.
   REQUIRE(t.events.size() > 5);
+  CHECK(t.events[0].name == "Gomaxprocs");
+  CHECK(t.events[0].args.at("procs") == 2);
   std::set<uint64_t> snap;
-  size_t i = 0;
+  size_t i = 1;
   for (; i < t.events.size() && t.events[i].name == "GoCreate"; ++i) {
     CHECK(t.events[i].g == 0);
     snap.insert(t.events[i].args.at("g"));
   }
   CHECK(snap == std::set<uint64_t>{100, 150, 160, 170});
+  // Repeated with the same value after the snapshot: Go 1.21+'s converter
+  // drops the first one (the end of the snapshot) and needs another for its MMU.
+  REQUIRE(i < t.events.size());
   CHECK(t.events[i].name == "Gomaxprocs");
   CHECK(t.events[i].args.at("procs") == 2);
-  // Repeated with the same value: Go 1.21+'s converter drops the first one (the end of the
-  // snapshot) and needs another for its MMU.
-  REQUIRE(i + 1 < t.events.size());
-  CHECK(t.events[i + 1].name == "Gomaxprocs");
-  CHECK(t.events[i + 1].args.at("procs") == 2);
   // 170 preempted 100 on CPU 0, 100 took it back at 5'000, 170 took it
   // again to block (open wait: it stays blocked); 160 displaced 150 on CPU 1
   // and is the only thread still running at the end: one GoSched.
@@ -425,6 +427,49 @@ TEST_CASE("a reused thread id becomes a new goroutine", "[model]") {
   CHECK(ids.size() == 3);
   CHECK(ids.count(300) == 1);
   CHECK(k.parsed.Count("GoEnd") == 2);
+}
+
+TEST_CASE("thread names name the threads whose start routine has none, in Go 1.19 and 1.23",
+          "[model][names]") {
+  TempDir dir;
+  LogBuilder b;
+  DefineStandardStacks(b);
+  constexpr uint64_t kStripped = 0xf0000;  // no function of the fake symbolizer's
+  auto& main_thread = b.Thread(100).Start(1000, 0, 0, 0x1000, log::kThreadExisted | log::kThreadMain);
+  for (uint64_t id = 1; id <= 6; ++id)
+    main_thread.Create(1000 + id * 1000, 0, id, id <= 2 ? 0x2000 : kStripped, kStkCreate);
+  main_thread.Name(90'000, 0, 0, "app").End(100'000, 0);
+  // A named routine keeps its name whatever the threads call themselves.
+  b.Thread(101).Start(2'500, 1, 1, 0x2000).Name(9'000, 1, 0, "w-1").End(10'000, 1);
+  b.Thread(102).Start(3'500, 1, 2, 0x2000).Name(19'000, 1, 0, "w-2").End(20'000, 1);
+  // Unnamed (stripped) routines: by the thread's name, named from its own
+  // stream as it ends or from the process stream (threads alive at the end).
+  b.Thread(103).Start(4'500, 1, 3, kStripped).Name(29'000, 1, 0, "io-pool").End(30'000, 1);
+  auto& t104 = b.Thread(104).Start(5'500, 1, 4, kStripped);
+  t104.Wait(40'000, 1, WaitKind::kSyscall, 3, 50'000, 1, kStkRead);
+  b.Thread(105).Start(6'500, 0, 5, kStripped).Name(39'000, 0, 0, "gc").End(40'000, 0);
+  b.Thread(106).Start(7'500, 0, 6, kStripped).End(45'000, 0);  // never named
+  // Unknown routine (a thread that existed before tracing), named late.
+  auto& t107 = b.Thread(107).Start(1000, 1, 0, 0, log::kThreadExisted);
+  b.Process().Name(99'000, 0, t104.serial(), "io-pool").Name(99'000, 0, t107.serial(), "jvm-gc");
+  b.TraceEnd(100'000);
+  Checked k = EncodeAndValidate(b, dir);
+
+  const std::map<std::string, uint64_t> want = {
+      {"main", 1}, {"worker", 2}, {"io-pool", 2}, {"gc", 1}, {"0xf0000", 1}, {"jvm-gc", 1}};
+  GoroutineGroups old_go = ReadGoroutineGroups(k.run.trace, GoBinary());
+  INFO("go 1.19: " << old_go.error);
+  REQUIRE(old_go.error.empty());
+  CHECK(old_go.groups == want);
+  const std::string newer = NewerGoBinary();
+  if (newer.empty()) {
+    WARN("skipped the Go 1.23 check: no /usr/lib/go-1.23/bin/go (golang-1.23-go) or $GOTRACE_GO_NEW");
+    return;
+  }
+  GoroutineGroups new_go = ReadGoroutineGroups(k.run.trace, newer);
+  INFO(newer << ": " << new_go.error);
+  REQUIRE(new_go.error.empty());
+  CHECK(new_go.groups == want);
 }
 
 TEST_CASE("several logs merge into one trace", "[model]") {

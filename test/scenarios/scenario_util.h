@@ -95,15 +95,6 @@ inline PprofResult CheckWithGo123(const std::string& trace, const std::string& k
     return {};
   }
   const std::string web = WebCheck(trace, go123);
-  if (web.find("time stamps out of order") != std::string::npos &&
-      ParseWithGo(trace).ok) {
-    // Known open defect (issue 19 report, README.md "Compatibility"): under load, some traces
-    // that Go 1.19 accepts fail Go 1.23's merge check (oldtrace parser: the merged events must
-    // be sorted by time). Reported here, not hidden: every other Go 1.23 failure fails.
-    WARN("Go 1.23 rejects this trace (time stamps out of order) although Go 1.19 accepts it: "
-         "the known Go 1.23 ordering defect; its other Go 1.23 checks skipped");
-    return {};
-  }
   INFO("Go 1.23 web check: " << web);
   CHECK(web.empty());
   const PprofResult old_profile = Pprof(trace, kind);

@@ -945,6 +945,88 @@ ProfileTotals Totals(const PprofResult& profile) {
   return totals;
 }
 
+namespace {
+
+std::string HtmlUnescape(std::string_view s) {
+  static constexpr std::pair<std::string_view, char> kEntities[] = {
+      {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&#34;", '"'}, {"&#39;", '\''}, {"&quot;", '"'}};
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    bool replaced = false;
+    if (s[i] == '&') {
+      for (const auto& [entity, c] : kEntities) {
+        if (s.substr(i).starts_with(entity)) {
+          out += c;
+          i += entity.size();
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) out += s[i++];
+  }
+  return out;
+}
+
+// Both versions' rows: <a href="/goroutine?...">NAME</a>, then the count as
+// " N=COUNT" (1.19) or in the next cell "<td>COUNT</td>" (1.21+).
+std::string ParseGroups(std::string_view body, std::map<std::string, uint64_t>* groups) {
+  constexpr std::string_view kLink = "<a href=\"/goroutine?";
+  for (size_t at = body.find(kLink); at != std::string_view::npos; at = body.find(kLink, at + 1)) {
+    const size_t open_end = body.find("\">", at);
+    const size_t close = body.find("</a>", open_end);
+    if (open_end == std::string_view::npos || close == std::string_view::npos)
+      return "unexpected /goroutines row";
+    const std::string name = HtmlUnescape(body.substr(open_end + 2, close - open_end - 2));
+    size_t p = close + 4;
+    while (p < body.size() && !std::isdigit(static_cast<unsigned char>(body[p]))) ++p;
+    uint64_t n = 0;
+    while (p < body.size() && std::isdigit(static_cast<unsigned char>(body[p])))
+      n = n * 10 + static_cast<uint64_t>(body[p++] - '0');
+    if (name.empty() || name.starts_with("(Inactive")) continue;
+    (*groups)[name] += n;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string NewerGoBinary() {
+  const char* env = std::getenv("GOTRACE_GO_NEW");
+  const std::string go = env != nullptr && env[0] != '\0' ? env : "/usr/lib/go-1.23/bin/go";
+  return access(go.c_str(), X_OK) == 0 ? go : "";
+}
+
+GoroutineGroups ReadGoroutineGroups(const std::string& trace_path, const std::string& go_binary) {
+  GoroutineGroups result;
+  Subprocess server;
+  if (std::string err = server.Start({go_binary, "tool", "trace", "-http=127.0.0.1:0", trace_path});
+      !err.empty()) {
+    result.error = err;
+    return result;
+  }
+  const auto deadline = Clock::now() + kToolTimeout;
+  std::string addr;
+  while ((addr = ListeningAddress(server.err())).empty()) {
+    if (!server.OutputOpen() || Clock::now() >= deadline) {
+      server.Kill();
+      server.Wait(deadline);
+      result.error = go_binary + " tool trace did not start listening" + ServerStderrSection(server);
+      return result;
+    }
+    server.Pump(MillisLeft(deadline));
+  }
+  const HttpResponse resp = HttpGet(addr, "/goroutines", &server);
+  if (!resp.error.empty() || resp.status != 200) {
+    result.error = "GET /goroutines: " + (resp.error.empty() ? resp.status_line : resp.error);
+  } else {
+    result.error = ParseGroups(resp.body, &result.groups);
+  }
+  server.Kill();
+  server.Wait(Clock::now() + kToolTimeout);
+  return result;
+}
+
 std::string ValidateTrace(const std::string& trace_path) {
   const ParsedTrace parsed = ParseWithGo(trace_path);
   if (!parsed.ok) return "go tool trace -d " + trace_path + ": " + parsed.error;

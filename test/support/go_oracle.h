@@ -106,6 +106,21 @@ std::string Go123Binary();
 
 // The minor version of a Go toolchain (`go env GOVERSION`: go1.23.1 -> 23), -1 if unknown.
 int GoMinorVersion(const std::string& go);
+// A Go 1.21+ toolchain, for checks that Go's newer trace tools read our traces
+// as 1.19 does: $GOTRACE_GO_NEW if set, else Debian's golang-1.23-go
+// (/usr/lib/go-1.23/bin/go); "" if it is not there (the caller says it skipped).
+std::string NewerGoBinary();
+
+// The goroutine groups of `go tool trace`'s /goroutines page, as served by the
+// Go toolchain `go_binary` (1.19 groups by start PC, 1.21+ by name; both pages
+// show name and count): group name -> number of goroutines. Groups of the same
+// name are added up (1.19 may show two PCs under one name); unnamed groups
+// (1.21+: "(Inactive, no stack trace sampled)") are left out.
+struct GoroutineGroups {
+  std::string error;  // empty on success
+  std::map<std::string, uint64_t> groups;
+};
+GoroutineGroups ReadGoroutineGroups(const std::string& trace_path, const std::string& go_binary);
 
 // ParseWithGo, then WebCheck. Returns "" or the first problem.
 std::string ValidateTrace(const std::string& trace_path);

@@ -22,6 +22,11 @@ TempDir::~TempDir() {
   std::error_code ec;
   if (!::getenv("GOTRACE_KEEP_TEST_FILES")) std::filesystem::remove_all(path_, ec);
 }
+ThreadLog& ThreadLog::Name(Tick ts, uint32_t cpu, uint32_t serial, const std::string& name) {
+  Room(log::ChunkWriter::VarRecordBound(log::ChunkWriter::StringBound(name.size()) + 10));
+  w_.ThreadName(ts, cpu, serial, name);
+  return *this;
+}
 
 // ---------------------------------------------------------------------------
 

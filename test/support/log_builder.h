@@ -61,6 +61,9 @@ class ThreadLog {
                     uint64_t stack = 0);
   ThreadLog& UserLog(Tick ts, uint32_t cpu, uint64_t task, const std::string& category,
                      const std::string& message, uint64_t stack = 0);
+  // kThreadName: serial 0 names this stream's thread, else the thread stream
+  // with that serial (written in the process stream).
+  ThreadLog& Name(Tick ts, uint32_t cpu, uint32_t serial, const std::string& name);
 
   uint32_t tid() const { return tid_; }
   uint32_t serial() const { return serial_; }

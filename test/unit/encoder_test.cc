@@ -372,6 +372,22 @@ TEST_CASE("trace writer: a P's time never goes backwards", "[encoder][writer]") 
   CHECK(sink.bytes[16 + 8] == 0x00);  // ProcStop delta 0
 }
 
+TEST_CASE("trace writer: a CPU sample does not move its batch's clock (Go 1.21+ skip its delta)",
+          "[encoder][writer]") {
+  MemorySink sink;
+  GoTraceWriter w(&sink, 1, 1'000'000'000);
+  w.Event(0, go::kEvProcStart, 1000, {1});
+  w.Event(0, go::kEvCPUSample, 1500, {1500, 0, 0, 0});  // time in its argument, delta 0
+  w.Event(0, go::kEvProcStop, 2000, {});                 // delta from ProcStart: 1000
+  REQUIRE(w.Finish(2100).ok());
+  const std::vector<uint8_t> b(sink.bytes.begin() + 16, sink.bytes.begin() + 16 + 18);
+  CHECK(b == Bytes({0x41, 0x00, 0xe8, 0x07,               // Batch p=0 base=1000
+                    0x45, 0x00, 0x01,                     // ProcStart
+                    0xf1, 0x06, 0x00, 0xdc, 0x0b, 0x00,   // CPUSample (long form), delta 0
+                    0x00, 0x00,                           //   p=0 g=0 ... stack 0
+                    0x06, 0xe8, 0x07}));                  // ProcStop, delta 1000
+}
+
 TEST_CASE("string table: dense ids, dedup, truncation, no empty strings", "[encoder][writer]") {
   MemorySink sink;
   GoTraceWriter w(&sink, 1, 1000);
