@@ -374,6 +374,9 @@ int CmdReport(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (a == "--") {
+      traces.insert(traces.end(), argv + i + 1, argv + argc);
+      break;
     } else if (a.size() > 1 && a[0] == '-') {
       return Fail("unknown option " + a + " (see gotrace --help)"), 2;
     } else {
