@@ -24,6 +24,7 @@
 #include "encoder/report/gates.h"
 #include "encoder/report/pprof.h"
 #include "encoder/report/report.h"
+#include "encoder/report/run_index.h"
 #include "encoder/report/trace_reader.h"
 #include "encoder/varint.h"
 #include "symbolizer/dw_symbolizer.h"
@@ -56,6 +57,7 @@ constexpr const char* kUsage =
     "  whatever reached the log is kept, damaged or missing parts are skipped and listed\n"
     "dump: print every record of the logs, one per line\n"
     "report: per thread running / runnable / blocked by kind, top blocking sites, wakers, heap\n"
+    "  (a TRACE may be a run index, tracewrap's OUT.index.json: every trace it lists)\n"
     "  --format text|markdown|json   output format (default text, 80 columns)\n"
     "  -o, --output FILE             write the report to FILE instead of stdout\n"
     "  --top N                       blocking sites and waker pairs to list (default 10)\n"
@@ -377,6 +379,9 @@ int CmdReport(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (a == "--") {
+      traces.insert(traces.end(), argv + i + 1, argv + argc);
+      break;
     } else if (a.size() > 1 && a[0] == '-') {
       return Fail("unknown option " + a + " (see gotrace --help)"), 2;
     } else {
@@ -384,6 +389,28 @@ int CmdReport(int argc, char** argv) {
     }
   }
   if (traces.empty()) return Fail("report needs at least one TRACE (see gotrace --help)"), 2;
+  // A run index (tracewrap's OUT.index.json) stands for the traces it lists.
+  std::vector<std::string> inputs;
+  for (const std::string& path : traces) {
+    std::string head;
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      char b[64];
+      head.assign(b, std::fread(b, 1, sizeof b, f));
+      std::fclose(f);
+    }
+    if (!report::LooksLikeJson(head)) {
+      inputs.push_back(path);
+      continue;
+    }
+    std::vector<report::IndexedProcess> procs;
+    Status st = report::ReadRunIndex(path, &procs);
+    if (!st.ok()) return Fail(path + ": " + st.message()), 2;
+    const size_t before = inputs.size();
+    for (const auto& p : procs)
+      if (!p.trace.empty()) inputs.push_back(p.trace);
+    if (inputs.size() == before) return Fail(path + ": the run index lists no trace"), 2;
+  }
+  traces.swap(inputs);
   std::vector<report::Report> reports;
   for (const std::string& path : traces) {
     report::Trace trace;

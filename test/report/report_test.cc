@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <tuple>
@@ -523,6 +524,49 @@ TEST_CASE("html page (--html) loads in headless chromium without errors and draw
   CHECK(PngHasContent(shot, &why));
   INFO(why);
   CHECK_FALSE(why.empty());
+}
+
+TEST_CASE("a run index stands for the traces it lists", "[report][cli]") {
+  TempDir dir;
+  WriteFile(dir, "app.trace", SmallTrace(true));
+  mkdir(dir.File("sub").c_str(), 0700);
+  WriteFile(dir, "sub/child.trace", SmallTrace(false));
+  const std::string idx = dir.File("run.index.json");
+  std::ofstream(idx) << R"({"version": 1, "future": {"x": [1, 2.5e3, null]},
+    "processes": [
+      {"pid": 42, "ppid": 1, "argv": ["./app", "-x \"q\" \u00e9"], "trace": "app.trace", "quiet": false},
+      {"pid": 43, "ppid": 42, "argv": ["true"], "trace": null, "quiet": true},
+      {"pid": 44, "ppid": 42, "argv": ["child"], "trace": "sub/child.trace", "new_key": {}}
+    ]})";
+  ProcResult r = RunProcess({Gotrace(), "report", "--format", "json", idx});
+  INFO(r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.out, Catch::Contains("{\"file\":\"" + dir.File("app.trace") + "\""));
+  CHECK_THAT(r.out, Catch::Contains("{\"file\":\"" + dir.File("sub/child.trace") + "\""));
+  size_t traces = 0;  // the process without a trace is left out
+  for (size_t at = r.out.find("\"duration_ns\":"); at != std::string::npos;
+       at = r.out.find("\"duration_ns\":", at + 1))
+    ++traces;
+  CHECK(traces == 2);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"{\"version\": 2, \"processes\": []}", "run index version 2 is not supported"},
+      {"{\"version\": 1, \"processes\": [{\"pid\": 1, \"trace\": null}]}",
+       "the run index lists no trace"},
+      {"{\"version\": 1, \"processes\": [", "not a run index: bad JSON at offset"},
+      {"{\"hello\": 1}", "not a run index"},
+      {"{\"version\": 1, \"processes\": [{\"trace\": \"missing.trace\"}]}", ""},
+  };
+  for (const auto& [text, what] : bad) {
+    const std::string p = dir.File("bad.index.json");
+    std::ofstream(p, std::ios::trunc) << text;
+    ProcResult b = RunProcess({Gotrace(), "report", p});
+    INFO(text << " -> " << b.err);
+    CHECK(b.Exited(2));
+    CHECK(std::count(b.err.begin(), b.err.end(), '\n') == 1);
+    if (!what.empty()) CHECK_THAT(b.err, Catch::StartsWith("gotrace: " + p + ": " + what));
+    else CHECK_THAT(b.err, Catch::Contains("missing.trace: No such file"));
+  }
 }
 
 TEST_CASE("bad input is one line naming the file, exit 2", "[report][cli]") {

@@ -218,5 +218,25 @@ TEST_CASE("report: network echo: net waits under the functions that wait", "[rep
   SameProfileAsGo(s.trace, "sched", dir);
 }
 
+TEST_CASE("report: tracewrap --report reports the traces of the run", "[report][tracewrap]") {
+  TempDir dir;
+  const std::string tracewrap = std::string(GOTRACE_SOURCE_DIR) + "/scripts/tracewrap";
+  ProcResult r = RunProcess({tracewrap, "--report=" + dir.File("report.txt"), "-q", "-o",
+                             dir.File("run.trace"), Scenario("sleepers")});
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "slept\n");
+  std::ifstream in(dir.File("report.txt"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::StartsWith("== " + dir.File("run.trace") + "\n"));
+  CHECK_THAT(text, Catch::Contains("sleeper (tid "));
+  // To stderr without a file; the program's exit status is kept.
+  ProcResult e = RunProcess({tracewrap, "--report", "-q", "-o", dir.File("f.trace"), "false"});
+  CHECK(e.Exited(1));
+  CHECK_THAT(e.err, Catch::Contains("== " + dir.File("f.trace")));
+  ProcResult x = RunProcess({tracewrap, "--exec", "--report", "true"});
+  CHECK(x.Exited(2));
+}
+
 }  // namespace
 }  // namespace gotrace::testing
