@@ -59,6 +59,7 @@ struct GotraceFinishRequest {
   int keep_logs;               // GOTRACE_KEEP_LOG
   const char* prog_name;       // "tracewrap": the prefix of the launcher's own lines
   int relative_paths;          // the user named the output relative to the working directory
+  const char* log_dir;         // where the logs are (GOTRACE_LOG_DIR), NULL: next to the traces
 };
 
 // Prints its own lines. Returns the number of traces written.

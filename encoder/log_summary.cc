@@ -37,7 +37,12 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
         case log::kWait: {
           const auto kind = static_cast<log::WaitKind>(r.wait.kind);
           const bool io = kind == log::WaitKind::kSyscall || kind == log::WaitKind::kNet;
-          if (!io || (r.wait.flags & log::kWaitOpen) || r.wait.duration >= block_threshold_ns)
+          // A system call counts as a block here from 1 ms (or the block
+          // threshold, if higher): a short process reading its input on a
+          // busy machine takes tens of microseconds per call without being
+          // off its CPU, and that alone is not worth a trace of its own.
+          const uint64_t io_ns = std::max<uint64_t>(block_threshold_ns, 1'000'000);
+          if (!io || (r.wait.flags & log::kWaitOpen) || r.wait.duration >= io_ns)
             ++out->blocking_waits;
           break;
         }

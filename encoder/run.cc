@@ -54,7 +54,7 @@ constexpr const char* kUsage =
     "                       switches where allowed, else inferred), kernel, infer\n"
     "                                                                  [GOTRACE_SCHED]\n"
     "      --cpu-hz N       CPU samples per second of CPU time, 0 for none\n"
-    "                       (default 1000)                           [GOTRACE_CPU_HZ]\n"
+    "                       (default 100)                            [GOTRACE_CPU_HZ]\n"
     "      --depth N        frames per stack, 1 to 128                [GOTRACE_DEPTH]\n"
     "      --events LIST    comma-separated groups to record: all, none, sync, sleep,\n"
     "                       io, heap                                 [GOTRACE_EVENTS]\n"
@@ -513,6 +513,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   unsetenv("GOTRACE_ROOT_PID");
   unsetenv("GOTRACE_IMAGE");
   unsetenv("GOTRACE_DEFER");
+  unsetenv("GOTRACE_LOG_DIR");
   // Prepend, so a user's own preload (a malloc replacement) still loads,
   // after ours (G15).
   const char* old_preload = getenv("LD_PRELOAD");
@@ -551,6 +552,20 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   const std::string marker_real = RealPath(marker);
   if (!marker_real.empty()) marker = marker_real;
 
+  // The run's event logs go to a directory of our own on tmpfs (/dev/shm):
+  // a short process creates and removes its log there for next to nothing,
+  // where a disk filesystem's inode allocation cost a shell job's processes
+  // more than anything else of tracing (ext4's search for an inode not
+  // recently deleted). Not when the output directory is per process (a '%'
+  // in it): logs are then named after their traces, next to them.
+  std::string log_dir;
+  struct stat shm;
+  if (outdir.find('%') == std::string::npos && stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
+      access("/dev/shm", W_OK | X_OK) == 0) {
+    std::string d = "/dev/shm/tracewrap.XXXXXX";
+    if (mkdtemp(d.data()) != nullptr) log_dir = d;
+  }
+
   // A terminal's INT and QUIT reach the whole process group: the program
   // gets them itself; we wait for it. Signals sent to us are passed on.
   struct sigaction ign {}, fwd {}, old_int {}, old_quit {}, old_fwd[5];
@@ -577,6 +592,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("GOTRACE_DEFER", marker.c_str(), 1);
+    if (!log_dir.empty()) setenv("GOTRACE_LOG_DIR", log_dir.c_str(), 1);
     Exec(path, args);
   }
   g_child = child;
@@ -632,8 +648,12 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   req.keep_logs = keep != nullptr && keep[0] != '\0' && keep[0] != '0';
   req.prog_name = g_prog;
   req.relative_paths = relative;
+  req.log_dir = log_dir.empty() ? nullptr : log_dir.c_str();
   finish(req, lib.c_str());
   unlink(marker.c_str());
+  // Empty unless a process of the run still runs (it removes its log when
+  // it has written its own trace).
+  if (!log_dir.empty()) rmdir(log_dir.c_str());
   if (!o.report.empty()) Report(o.report, index, lib);
 
   // Exit as the program did: a death by signal is passed on by dying of it

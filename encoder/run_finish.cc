@@ -90,6 +90,31 @@ std::set<std::string> OpenLogs() {
   return open;
 }
 
+// Copies src to dst (a new file, 0600); false if any step fails (dst removed).
+bool CopyFile(const std::string& src, const std::string& dst) {
+  const int in = open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return false;
+  const int out = open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) {
+    close(in);
+    return false;
+  }
+  char buf[1 << 16];
+  bool ok = true;
+  for (;;) {
+    const ssize_t n = read(in, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0 || write(out, buf, static_cast<size_t>(n)) != n) {
+      ok = false;
+      break;
+    }
+  }
+  close(in);
+  if (close(out) != 0) ok = false;
+  if (!ok) unlink(dst.c_str());
+  return ok;
+}
+
 struct Item {
   std::string log;      // as found
   std::string claimed;  // renamed to, while we encode it
@@ -111,13 +136,14 @@ std::vector<Item> FindLogs(const GotraceFinishRequest& req, const std::set<std::
   std::vector<Item> items;
   struct stat stamp {};
   const bool have_stamp = req.stamp_path != nullptr && stat(req.stamp_path, &stamp) == 0;
-  DIR* d = opendir(req.outdir);
+  const std::string dir = req.log_dir != nullptr ? req.log_dir : req.outdir;
+  DIR* d = opendir(dir.c_str());
   if (d == nullptr) return items;
   const std::string prefix = req.prefix != nullptr ? req.prefix : "";
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.compare(0, prefix.size(), prefix) != 0 || !EndsWith(name, ".gtlog")) continue;
-    const std::string path = std::string(req.outdir) + "/" + name;
+    const std::string path = dir + "/" + name;
     if (seen.count(path)) continue;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
@@ -130,7 +156,7 @@ std::vector<Item> FindLogs(const GotraceFinishRequest& req, const std::set<std::
     }
     Item it;
     it.log = path;
-    it.trace = path.substr(0, path.size() - 6);
+    it.trace = std::string(req.outdir) + "/" + name.substr(0, name.size() - 6);
     items.push_back(std::move(it));
   }
   closedir(d);
@@ -300,12 +326,28 @@ int FinishRun(const GotraceFinishRequest& req) {
     EncodeAll(items, jobs, req);
   }
 
-  // Give back or remove the logs.
+  // Give back or remove the logs. A log that stays (GOTRACE_KEEP_LOG, or one
+  // that could not be encoded) goes next to its trace, out of the
+  // launcher's log directory.
   for (Item& it : items) {
     if (it.claimed.empty()) continue;
     const bool keep = req.keep_logs || (!it.encoded && !it.quiet && !it.no_events);
-    if (keep) rename(it.claimed.c_str(), it.log.c_str());
-    else unlink(it.claimed.c_str());
+    if (!keep) {
+      unlink(it.claimed.c_str());
+      continue;
+    }
+    const std::string dest = it.trace + ".gtlog";
+    if (req.log_dir == nullptr || rename(it.claimed.c_str(), dest.c_str()) == 0) {
+      if (req.log_dir == nullptr) rename(it.claimed.c_str(), it.log.c_str());
+      if (req.log_dir != nullptr) it.log = dest;
+      continue;
+    }
+    if (CopyFile(it.claimed, dest)) {
+      unlink(it.claimed.c_str());
+      it.log = dest;
+    } else {
+      rename(it.claimed.c_str(), it.log.c_str());
+    }
   }
 
   // Exit statuses a process could not record itself (killed): its parent's.

@@ -49,6 +49,14 @@ void ReadConfig(Config* c) {
       Invalid("GOTRACE_DEFER", v, "the absolute path of the launcher's marker file");
     }
   }
+  if ((v = getenv("GOTRACE_LOG_DIR")) && *v) {
+    const size_t n = sys::StrLen(v);
+    if (v[0] == '/' && n < sizeof c->log_dir) {
+      for (size_t i = 0; i <= n; ++i) c->log_dir[i] = v[i];
+    } else {
+      Invalid("GOTRACE_LOG_DIR", v, "the absolute path of the launcher's log directory");
+    }
+  }
   if ((v = getenv("GOTRACE_FOLLOW")) && *v) c->follow = Truthy(v);
   if ((v = getenv("GOTRACE_CRASH")) && *v) c->crash = Truthy(v);
   if ((v = getenv("GOTRACE_FLUSH_MS")) && *v) {

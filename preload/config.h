@@ -42,6 +42,9 @@ struct Config {
   // ended, while this file exists (else the process encodes its own).
   bool defer = false;
   char defer_path[1024] = {0};
+  // GOTRACE_LOG_DIR (deferred mode only): where the launcher wants the event
+  // logs (a tmpfs directory of its own), named after their traces.
+  char log_dir[1024] = {0};
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
   uint32_t flush_ms = 50;                // the flusher's period: kernel records, clock (0: no flusher)
@@ -51,7 +54,7 @@ struct Config {
   uint32_t buffer_kb = 64;               // per-thread buffer (a slot of the log)
   uint32_t max_mb = 1024;                // the event log's size limit (0: none)
   SchedMode sched = SchedMode::kAuto;
-  uint32_t cpu_hz = 1000;                // CPU samples per second of CPU time (0: none)
+  uint32_t cpu_hz = 100;                 // CPU samples per second of CPU time (0: none), as Go's pprof
   uint64_t block_threshold_ns = 20'000;  // passed to the encoder
   char out_template[1024] = "gotrace.%p.trace";
 };

@@ -181,6 +181,24 @@ bool TracePath(bool exec_image, char* out, size_t cap) {
   return sys::StrLen(out) + 2 < cap;
 }
 
+// The event log's name for a trace: next to it, or, under a launcher that
+// gave a log directory (GOTRACE_LOG_DIR: a tmpfs of its own, where creating
+// and removing hundreds of files costs nothing like a disk filesystem's
+// inode allocation), in that directory under the trace's file name.
+void LogNameFor(const char* trace, unsigned n, char* out, size_t cap) {
+  sys::Line l(out, cap);
+  if (g.config.defer && g.config.log_dir[0] != '\0') {
+    const char* base = trace;
+    for (const char* p = trace; *p != '\0'; ++p)
+      if (*p == '/') base = p + 1;
+    l.Str(g.config.log_dir).Char('/').Str(base);
+  } else {
+    l.Str(trace);
+  }
+  if (n > 0) l.Char('.').U64(n);
+  l.Str(".gtlog");
+}
+
 bool OpenLog() {
   if (!TracePath(false, g.out_path, sizeof g.out_path)) {
     sys::Log("GOTRACE_OUT is too long; tracing is off");
@@ -189,10 +207,7 @@ bool OpenLog() {
   // The log sits next to the trace (same filesystem; tracewrap finds it after
   // a crash). Created exclusively, 0600, close-on-exec (H16).
   for (unsigned n = 0; n < 100; ++n) {
-    sys::Line l(g.log_path, sizeof g.log_path);
-    l.Str(g.out_path);
-    if (n > 0) l.Char('.').U64(n);
-    l.Str(".gtlog");
+    LogNameFor(g.out_path, n, g.log_path, sizeof g.log_path);
     const long fd = sys::OpenAt(-100, g.log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd == -EEXIST) continue;
     if (fd < 0) {
@@ -660,7 +675,7 @@ void Finalize(bool for_exec) {
     // writes. It carries its trace's name: OUT.gtlog.
     if (for_exec) {
       char log[1200];
-      sys::Line(log, sizeof log).Str(out).Str(".gtlog");
+      LogNameFor(out, 0, log, sizeof log);
       if (sys::Syscall6(SYS_renameat2, -100, reinterpret_cast<long>(g.log_path), -100,
                         reinterpret_cast<long>(log), RENAME_NOREPLACE) == 0) {
         sys::Line(g.log_path, sizeof g.log_path).Str(log);
