@@ -180,7 +180,7 @@ std::string Sections(const std::string& path) {
 
 TEST_CASE("stacks: a wait inside an inlined function shows it, with its line", "[stacks]") {
   TempDir dir;
-  ScenarioRun s = RunTraced({Scenario("stacks_inline")}, dir);
+  ScenarioRun s = RunTraced({Scenario("stacks_inline")}, dir, {"GOTRACE_SCHED=infer"});
   CHECK(s.plain.out == "inline rounds 5 served 5\n");
   const std::vector<Sample> prof = SyncProfile(s.trace);
   INFO(Describe(prof));
@@ -242,7 +242,7 @@ TEST_CASE("stacks: code without frame pointers: auto and libunwind find every ca
   const uint32_t leaf = MarkerLine("stacks_nofp.c", "nofp_leaf");
   TempDir dir;
   SECTION("GOTRACE_UNWIND=libunwind: the callers appear") {
-    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir, {"GOTRACE_UNWIND=libunwind"});
+    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir, {"GOTRACE_UNWIND=libunwind", "GOTRACE_SCHED=infer"});
     // The same descriptor traced as plain (RunTraced compares the output):
     // libunwind's pipe did not take it.
     CHECK_THAT(s.plain.out, Catch::StartsWith("first descriptor ") &&
@@ -256,7 +256,7 @@ TEST_CASE("stacks: code without frame pointers: auto and libunwind find every ca
                            {"nofp_worker", "stacks_nofp.c"}}) >= 4);
   }
   SECTION("GOTRACE_UNWIND=auto (the default): the callers appear") {
-    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir);
+    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir, {"GOTRACE_SCHED=infer"});
     const std::vector<Sample> prof = SyncProfile(s.trace);
     INFO(Describe(prof));
     CHECK(CountWith(prof, {{"nofp_leaf", "stacks_nofp.c", leaf},
@@ -265,7 +265,7 @@ TEST_CASE("stacks: code without frame pointers: auto and libunwind find every ca
                            {"nofp_worker", "stacks_nofp.c"}}) >= 4);
   }
   SECTION("frame pointers: a short stack, never a crash") {
-    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir, {"GOTRACE_UNWIND=fp"});
+    ScenarioRun s = RunTraced({Scenario("stacks_nofp")}, dir, {"GOTRACE_UNWIND=fp", "GOTRACE_SCHED=infer"});
     const std::vector<Sample> prof = SyncProfile(s.trace);
     INFO(Describe(prof));
     // The leaf is the caller of the interposer, whose own frame pointer is
@@ -317,7 +317,8 @@ TEST_CASE("stacks: after a dlclose, the default unwinder never walks new code wi
   // The same plugins: the built-in unwinder caches decoded rows by address
   // too; an unload must make it forget them (CodeMap::generation).
   TempDir dir;
-  ScenarioRun s = RunTraced({Scenario("stacks_cfi_reload")}, dir);
+  // Inferred scheduling: a wait signalled before it slept still shows.
+  ScenarioRun s = RunTraced({Scenario("stacks_cfi_reload")}, dir, {"GOTRACE_SCHED=infer"});
   CHECK(s.plain.out == "cfi reload ok\n");
   if (s.traced.err.find("same address: yes") == std::string::npos) {
     WARN("the plugins were not mapped at the same address (or not x86_64): nothing to check");
@@ -352,7 +353,7 @@ TEST_CASE("stacks: C++ exceptions in worker threads behave as untraced, in every
     INFO("GOTRACE_UNWIND=" << mode);
     TempDir dir;
     ScenarioRun s = RunTraced({Scenario("stacks_exceptions")}, dir,
-                              {std::string("GOTRACE_UNWIND=") + mode});
+                              {std::string("GOTRACE_UNWIND=") + mode, "GOTRACE_SCHED=infer"});
     CHECK(s.plain.exit_code == 0);
     CHECK_THAT(s.plain.out, Catch::Contains("thread 3 caught 100 runtime_error 100 logic_error"));
     CHECK_THAT(s.plain.out, Catch::Contains("unwinder libgcc_s.so.1"));  // also traced (RunTraced)
@@ -393,7 +394,7 @@ TEST_CASE("stacks: debug info found through .gnu_debuglink, PIE and non-PIE", "[
     CHECK(sections.find(".symtab") == std::string::npos);
     CHECK(sections.find(".gnu_debuglink") != std::string::npos);
     TempDir dir;
-    ScenarioRun s = RunTraced({Scenario(name)}, dir);
+    ScenarioRun s = RunTraced({Scenario(name)}, dir, {"GOTRACE_SCHED=infer"});
     CHECK(s.plain.out == "symbols rounds 3 served 3\n");
     const std::vector<Sample> prof = SyncProfile(s.trace);
     INFO(Describe(prof));
@@ -413,7 +414,7 @@ TEST_CASE("stacks: a fully stripped program gives module+offset frames, PIE and 
     CHECK(sections.find(".symtab") == std::string::npos);
     CHECK(sections.find(".debug_info") == std::string::npos);
     TempDir dir;
-    ScenarioRun s = RunTraced({Scenario(name)}, dir);
+    ScenarioRun s = RunTraced({Scenario(name)}, dir, {"GOTRACE_SCHED=infer"});
     CHECK(s.plain.out == "symbols rounds 3 served 3\n");
     const std::vector<Sample> prof = SyncProfile(s.trace);
     INFO(Describe(prof));
@@ -542,6 +543,7 @@ AutoRun RunAuto(const std::string& program, const std::vector<std::string>& env,
   TempDir dir;
   std::vector<std::string> e = env;
   e.push_back("STACKS_MAPS_OUT=" + dir.File("maps1"));
+  e.push_back("GOTRACE_SCHED=infer");  // one block per wait (see stacks_dlclose)
   ScenarioRun s = RunTraced({Scenario(program)}, dir, e);
   CHECK(s.plain.out == expect_out);
   PprofResult sync = Pprof(s.trace, "sync"), net = Pprof(s.trace, "net");
