@@ -66,7 +66,12 @@ KillRun RunAndKill(const TempDir& dir, const std::string& out, const std::vector
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addchdir_np(&fa, dir.path().c_str());
-  std::vector<std::string> argv = {kTracewrap, "-o", out, "--", Scenario("kill_pingpong")};
+  // Inferred scheduling: each write is exactly one GoSysCall or GoBlockNet
+  // (with the kernel's records a write may also block at a switch-out,
+  // which makes counting them depend on timing). The kernel's records after
+  // a kill are the sched tests' matter.
+  std::vector<std::string> argv = {kTracewrap, "--sched", "infer", "-o", out, "--",
+                                   Scenario("kill_pingpong")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -143,29 +148,14 @@ KillRun RunAndKill(const TempDir& dir, const std::string& out, const std::vector
   return k;
 }
 
-// Player 0's writes in the trace, in order: one per "t" line it printed.
-// With inferred scheduling a write is a GoSysCall or, if it blocked, a
-// GoBlockNet; with the kernel's switches (which start within the first
-// 10 ms) every write is a GoSysCall, and one that goes off the CPU is
-// followed by a GoBlockNet at the switch-out (perhaps after a preemption):
-// counted once. Between two writes the player always waits for its turn (a
-// GoBlock* of another kind), which ends any pairing.
+// Player 0's writes in the trace (GoSysCall, or GoBlockNet if it blocked:
+// inferred scheduling, see RunAndKill), in order: one per "t" line it
+// printed.
 std::vector<int64_t> PlayerWrites(const ParsedTrace& t, const KillRun& k) {
   std::vector<int64_t> w;
-  std::map<uint64_t, bool> in_write;  // g -> a GoSysCall not yet followed by a block
-  for (const GoEvent& e : t.events) {
-    if (e.g == static_cast<uint64_t>(k.pid)) continue;
-    bool& open = in_write[e.g];
-    if (e.name == "GoSysCall") {
+  for (const GoEvent& e : t.events)
+    if ((e.name == "GoSysCall" || e.name == "GoBlockNet") && e.g != static_cast<uint64_t>(k.pid))
       w.push_back(e.ts);
-      open = true;
-    } else if (e.name == "GoBlockNet") {
-      if (!open) w.push_back(e.ts);
-      open = false;
-    } else if (e.name.rfind("GoBlock", 0) == 0 || e.name == "GoSleep") {
-      open = false;
-    }
-  }
   return w;
 }
 
