@@ -526,10 +526,10 @@ TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "short-threads", "2000"}, dir, {}, /*web=*/false);
   CHECK(s.plain.out == "2000 threads ran\n");
-  size_t created = 0;
-  for (const GoEvent* e : s.parsed.Find("GoCreate"))
-    if (e->g != 0) ++created;
-  CHECK(created == 2000);
+  // 2000 creations and main's in the start snapshot. (Who emits a creation
+  // is not checked: with the kernel's records, a creation recorded while the
+  // kernel had the creator off its CPU by a hair comes from g0.)
+  CHECK(s.parsed.Count("GoCreate") == 2001);
   CHECK(s.parsed.Count("GoEnd") == 2000);
   CHECK(Goroutines(s.parsed).size() == 2001);
 }
