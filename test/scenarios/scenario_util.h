@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 #include <dirent.h>
 
@@ -63,6 +65,14 @@ inline ScenarioRun RunTraced(const std::vector<std::string>& argv, const TempDir
   o.env = {"LD_PRELOAD=" + PreloadLib() + (preload_after.empty() ? "" : ":" + preload_after),
            "GOTRACE_OUT=" + out};
   o.env.insert(o.env.end(), extra_env.begin(), extra_env.end());
+  // The scenarios count exact blocks per wait, which is what the inferred
+  // timeline shows; with the kernel's records a wait signalled before its
+  // thread slept has no block, and counts depend on timing. The kernel's
+  // timeline has tests of its own (sched_test.cc) that ask for it.
+  if (std::none_of(extra_env.begin(), extra_env.end(),
+                   [](const std::string& v) { return v.rfind("GOTRACE_SCHED=", 0) == 0; })) {
+    o.env.push_back("GOTRACE_SCHED=infer");
+  }
   s.traced = RunProcess(argv, o);
   INFO("traced run: " << s.traced.Describe() << "\nstderr:\n" << s.traced.err);
   REQUIRE_FALSE(s.traced.timed_out);

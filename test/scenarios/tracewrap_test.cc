@@ -47,6 +47,11 @@ ProcResult Wrap(const std::vector<std::string>& args, const TempDir& dir,
   o.cwd = dir.path();
   o.unset_env = kUnset;
   if (lib_env) env.push_back("GOTRACE_LIB=" + PreloadLib());
+  // Exact counts of blocks: the inferred timeline (see RunTraced).
+  if (std::none_of(env.begin(), env.end(),
+                   [](const std::string& v) { return v.rfind("GOTRACE_SCHED=", 0) == 0; })) {
+    env.push_back("GOTRACE_SCHED=infer");
+  }
   else o.unset_env.push_back("GOTRACE_LIB");
   o.env = env;
   return RunProcess(argv, o);
