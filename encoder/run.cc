@@ -94,6 +94,13 @@ bool IsFile(const std::string& p) {  // bash's [ -f ]: follows symlinks
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// The directory of this binary (its real path: symlinks resolved).
+std::string SelfDir() {
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  return n > 0 ? Dir(std::string(self, static_cast<size_t>(n))) : ".";
+}
+
 std::string RealPath(const std::string& p) {
   char buf[PATH_MAX];
   return realpath(p.c_str(), buf) != nullptr ? std::string(buf) : std::string();
@@ -249,9 +256,7 @@ std::string FindLibrary() {
   } else {
     // Next to this binary (the build directory), or where the installed
     // layout puts it relative to the bin directory.
-    char self[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    const std::string here = n > 0 ? Dir(std::string(self, static_cast<size_t>(n))) : ".";
+    const std::string here = SelfDir();
     const std::vector<std::string> candidates = {here + "/libgotrace.so",
                                                  here + "/" GOTRACE_BIN_TO_LIBDIR "/libgotrace.so"};
     for (const std::string& c : candidates) {
@@ -455,11 +460,7 @@ uint64_t NowNs() {
 // gotrace's own one-line message.
 void Report(const std::string& where, const std::string& index, const std::string& lib) {
   std::string gotrace = Dir(lib) + "/gotrace";
-  if (access(gotrace.c_str(), X_OK) != 0) {
-    char self[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) gotrace = Dir(std::string(self, static_cast<size_t>(n))) + "/gotrace";
-  }
+  if (access(gotrace.c_str(), X_OK) != 0) gotrace = SelfDir() + "/gotrace";
   if (access(gotrace.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "%s: --report: the gotrace command was not found next to %s\n", g_prog, lib.c_str());
     return;

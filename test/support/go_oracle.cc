@@ -781,34 +781,46 @@ std::vector<std::string> PagesFor(int go_minor) {
 
 }  // namespace
 
-std::string WebCheck(const std::string& trace_path, const std::string& go) {
-  const std::string who = go == GoBinary() ? "WebCheck" : "WebCheck(" + go + ")";
-  Subprocess server;
-  if (std::string err = server.Start({go, "tool", "trace", "-http=127.0.0.1:0", trace_path});
+namespace {
+
+// Starts `GO tool trace -http` on trace_path in *server and waits until it
+// listens (*addr). cmd/trace listens first, then parses and runs the viewer
+// generator over the whole trace (where goroutines left running or unclosed
+// GC/STW crash it), and only then logs the address. Returns "" or why not,
+// prefixed with `who`.
+std::string StartTraceServer(Subprocess* server, const std::string& go, const std::string& trace_path,
+                             Clock::time_point deadline, const std::string& who, std::string* addr) {
+  if (std::string err = server->Start({go, "tool", "trace", "-http=127.0.0.1:0", trace_path});
       !err.empty()) {
     return who + ": " + err;
   }
-  const auto deadline = Clock::now() + kToolTimeout;
-
-  // cmd/trace listens first, then parses and runs the viewer generator over the whole trace
-  // (where goroutines left running or unclosed GC/STW crash it), and only then logs the address.
-  std::string addr;
   for (;;) {
-    addr = ListeningAddress(server.err());
-    if (!addr.empty()) break;
-    if (!server.OutputOpen()) {
-      server.Wait(deadline);
-      return who + ": go tool trace exited (" + DescribeStatus(server.status()) +
-             ") before listening" + ServerStderrSection(server);
+    *addr = ListeningAddress(server->err());
+    if (!addr->empty()) return "";
+    if (!server->OutputOpen()) {
+      server->Wait(deadline);
+      return who + ": go tool trace exited (" + DescribeStatus(server->status()) +
+             ") before listening" + ServerStderrSection(*server);
     }
     if (Clock::now() >= deadline) {
-      server.Kill();
-      server.Wait(deadline);
+      server->Kill();
+      server->Wait(deadline);
       return who + ": go tool trace did not start listening within " +
-             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(server);
+             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(*server);
     }
-    server.Pump(MillisLeft(deadline));
+    server->Pump(MillisLeft(deadline));
   }
+}
+
+}  // namespace
+
+std::string WebCheck(const std::string& trace_path, const std::string& go) {
+  const std::string who = go == GoBinary() ? "WebCheck" : "WebCheck(" + go + ")";
+  Subprocess server;
+  const auto deadline = Clock::now() + kToolTimeout;
+  std::string addr;
+  if (std::string err = StartTraceServer(&server, go, trace_path, deadline, who, &addr); !err.empty())
+    return err;
 
   std::vector<std::string> pages = PagesFor(GoMinorVersion(go));
   std::string problem;
@@ -836,27 +848,11 @@ std::string WebCheck(const std::string& trace_path, const std::string& go) {
 std::string WebPages(const std::string& trace_path, const std::vector<std::string>& pages,
                      std::vector<std::string>* bodies) {
   Subprocess server;
-  if (std::string err = server.Start({GoBinary(), "tool", "trace", "-http=127.0.0.1:0", trace_path});
-      !err.empty()) {
-    return "WebPages: " + err;
-  }
   const auto deadline = Clock::now() + kToolTimeout;
   std::string addr;
-  for (;;) {
-    addr = ListeningAddress(server.err());
-    if (!addr.empty()) break;
-    if (!server.OutputOpen()) {
-      server.Wait(deadline);
-      return "WebPages: go tool trace exited (" + DescribeStatus(server.status()) +
-             ") before listening" + ServerStderrSection(server);
-    }
-    if (Clock::now() >= deadline) {
-      server.Kill();
-      server.Wait(deadline);
-      return "WebPages: go tool trace did not start listening within " +
-             std::to_string(kToolTimeout.count()) + " s" + ServerStderrSection(server);
-    }
-    server.Pump(MillisLeft(deadline));
+  if (std::string err = StartTraceServer(&server, GoBinary(), trace_path, deadline, "WebPages", &addr);
+      !err.empty()) {
+    return err;
   }
   std::string problem;
   bodies->clear();
@@ -1000,22 +996,10 @@ std::string NewerGoBinary() {
 GoroutineGroups ReadGoroutineGroups(const std::string& trace_path, const std::string& go_binary) {
   GoroutineGroups result;
   Subprocess server;
-  if (std::string err = server.Start({go_binary, "tool", "trace", "-http=127.0.0.1:0", trace_path});
-      !err.empty()) {
-    result.error = err;
-    return result;
-  }
   const auto deadline = Clock::now() + kToolTimeout;
   std::string addr;
-  while ((addr = ListeningAddress(server.err())).empty()) {
-    if (!server.OutputOpen() || Clock::now() >= deadline) {
-      server.Kill();
-      server.Wait(deadline);
-      result.error = go_binary + " tool trace did not start listening" + ServerStderrSection(server);
-      return result;
-    }
-    server.Pump(MillisLeft(deadline));
-  }
+  result.error = StartTraceServer(&server, go_binary, trace_path, deadline, go_binary, &addr);
+  if (!result.error.empty()) return result;
   const HttpResponse resp = HttpGet(addr, "/goroutines", &server);
   if (!resp.error.empty() || resp.status != 200) {
     result.error = "GET /goroutines: " + (resp.error.empty() ? resp.status_line : resp.error);
