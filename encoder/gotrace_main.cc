@@ -27,6 +27,7 @@
 #include "encoder/report/run_index.h"
 #include "encoder/report/trace_reader.h"
 #include "encoder/varint.h"
+#include "encoder/ctl_client.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
@@ -39,6 +40,7 @@ constexpr const char* kUsage =
     "       gotrace run [options] [--] PROGRAM [ARGS...]   (tracewrap: see gotrace run --help)\n"
     "       gotrace report [options] TRACE...\n"
     "       gotrace pprof --kind sync|net|syscall|sched|cpu TRACE -o OUT.pb.gz\n"
+    "       gotrace ctl PID start|stop|snapshot|status   (see gotrace ctl --help)\n"
     "\n"
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
     "  -o, --output OUT          trace file to write (required)\n"
@@ -506,6 +508,7 @@ int main(int argc, char** argv) {
   if (cmd == "dump") return gotrace::CmdDump(argc - 2, argv + 2);
   if (cmd == "report") return gotrace::CmdReport(argc - 2, argv + 2);
   if (cmd == "pprof") return gotrace::CmdPprof(argc - 2, argv + 2);
+  if (cmd == "ctl") return gotrace::CmdCtl(argc - 2, argv + 2);
   std::fprintf(stderr, "gotrace: unknown command '%s' (see gotrace --help)\n", cmd.c_str());
   return 2;
 }

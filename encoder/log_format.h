@@ -143,6 +143,10 @@
 //   kThreadCpu     (var) serial ns
 //       The CPU time the kernel counted for the thread of stream `serial`,
 //       read by the exit path for threads still alive (process stream).
+//   kThreadCpuBase (var) serial ns
+//       The CPU time the kernel had counted for the thread of stream
+//       `serial` when a trace window began (issue 16): the trace reports
+//       its CPU time within the window, kThreadCpu's minus this.
 //   kSchedInfo     (var) source cpu_hz why_len why
 //       Where scheduling comes from (kSchedKernel, kSchedInfer) and, when
 //       kernel records were wanted but refused, why (process stream).
@@ -253,6 +257,7 @@ enum RecordType : uint8_t {
   kRegion = 73,
   kUserLog = 74,
   kThreadCpu = 75,
+  kThreadCpuBase = 76,
 };
 
 // Number of varint fields after (dts, cpu) of each fixed record type; -1 for

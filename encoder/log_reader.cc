@@ -157,7 +157,7 @@ bool ParseThreadCpu(const Record& r, ThreadCpuFields* out) {
   const uint8_t* p = r.body;
   const uint8_t* end = r.body + r.body_len;
   uint64_t serial;
-  if (r.type != kThreadCpu || !GetUvarint(&p, end, &serial) || serial > 0xffffffffu ||
+  if ((r.type != kThreadCpu && r.type != kThreadCpuBase) || !GetUvarint(&p, end, &serial) || serial > 0xffffffffu ||
       !GetUvarint(&p, end, &out->ns)) {
     return false;
   }
@@ -674,7 +674,16 @@ bool StreamCursor::Next(Record* r) {
       }
       // Clamp: a stream never goes back in time, and nothing a thread records
       // can precede the end of its previous wait (it was not running).
-      if (r->ts < floor_) r->ts = floor_;
+      if (r->ts < floor_) {
+        // A wait that began before the stream's previous record (one that
+        // spans the start of a trace window's log, or clock noise) keeps
+        // its end: it is shortened, not moved.
+        if (r->type == kWait && !(r->wait.flags & kWaitOpen)) {
+          const Tick end = r->ts + r->wait.duration;
+          r->wait.duration = end > floor_ ? end - floor_ : 0;
+        }
+        r->ts = floor_;
+      }
       floor_ = r->ts;
       if (r->type == kWait && !(r->wait.flags & kWaitOpen)) {
         const Tick end = r->ts + r->wait.duration;

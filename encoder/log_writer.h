@@ -201,11 +201,11 @@ class ChunkWriter {
     b = PutString(b, name);
     PutVar(kThreadName, ts, cpu, body, static_cast<size_t>(b - body));
   }
-  void ThreadCpu(Tick ts, uint32_t cpu, uint32_t serial, uint64_t ns) {
+  void ThreadCpu(Tick ts, uint32_t cpu, uint32_t serial, uint64_t ns, bool base = false) {
     uint8_t body[2 * kMaxVarintBytes];
     uint8_t* b = PutUvarint(body, serial);
     b = PutUvarint(b, ns);
-    PutVar(kThreadCpu, ts, cpu, body, static_cast<size_t>(b - body));
+    PutVar(base ? kThreadCpuBase : kThreadCpu, ts, cpu, body, static_cast<size_t>(b - body));
   }
   // Room: VarRecordBound(SchedInfoBound(why.size())).
   static constexpr size_t SchedInfoBound(size_t why) { return 2 * kMaxVarintBytes + StringBound(why); }

@@ -283,6 +283,7 @@ class Replay {
   std::unordered_map<uint64_t, uint8_t> kinds_;      // trace stack id of a block -> its kind
   std::unordered_map<uint64_t, uint32_t> by_serial_;  // (file << 32 | serial) -> thread index
   std::unordered_map<uint64_t, uint64_t> cpu_ns_;     // goid -> CPU time the kernel counted
+  std::unordered_map<uint64_t, uint64_t> cpu_base_;   // goid -> the same, at a window's start
   void NoteKind(uint64_t stack, uint8_t kind) {
     if (stack != 0) kinds_.emplace(stack, kind);
   }
@@ -765,11 +766,14 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
       stacks_->ThreadName(idx + 1, std::move(tn.name));
       return;
     }
-    case log::kThreadCpu: {
+    case log::kThreadCpu:
+    case log::kThreadCpuBase: {
       log::ThreadCpuFields tc;
       if (!log::ParseThreadCpu(r, &tc)) return;
       auto it = by_serial_.find((uint64_t{st.file} << 32) | tc.serial);
-      if (it != by_serial_.end()) cpu_ns_[threads_[it->second].goid] = tc.ns;
+      if (it == by_serial_.end()) return;
+      if (r.type == log::kThreadCpuBase) cpu_base_[threads_[it->second].goid] = tc.ns;
+      else cpu_ns_[threads_[it->second].goid] = tc.ns;
       return;
     }
     default:
@@ -892,7 +896,12 @@ void Replay::WriteMeta() {
   std::sort(kinds.begin(), kinds.end());
   lists("gotrace-kinds:v1", kinds);
   std::vector<std::string> cpu;
-  for (const auto& [goid, ns] : cpu_ns_) cpu.push_back(std::to_string(goid) + "=" + std::to_string(ns));
+  for (const auto& [goid, ns] : cpu_ns_) {
+    // A trace window's: the CPU time within it (kThreadCpuBase).
+    const auto base = cpu_base_.find(goid);
+    const uint64_t in = base == cpu_base_.end() ? ns : ns - std::min(ns, base->second);
+    cpu.push_back(std::to_string(goid) + "=" + std::to_string(in));
+  }
   std::sort(cpu.begin(), cpu.end());
   lists("gotrace-cpu:v1", cpu);
 }

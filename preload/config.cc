@@ -125,6 +125,14 @@ void ReadConfig(Config* c) {
     else Invalid("GOTRACE_EVENTS", v,
                  "a comma-separated list of all, none, sync, sleep, io, heap, annotate");
   }
+  if ((v = getenv("GOTRACE_START")) && *v) {
+    if (sys::StrEq(v, "paused")) c->start_paused = true;
+    else if (sys::StrEq(v, "running")) c->start_paused = false;
+    else Invalid("GOTRACE_START", v, "paused or running");
+  }
+  // A paused process is only ever started through its control channel.
+  c->control = c->start_paused;
+  if ((v = getenv("GOTRACE_CTL")) && *v) c->control = c->start_paused || Truthy(v);
   if ((v = getenv("GOTRACE_OUT")) && *v) {
     const size_t n = sys::StrLen(v);
     if (n < sizeof c->out_template) {

@@ -56,6 +56,11 @@ struct Config {
   SchedMode sched = SchedMode::kAuto;
   uint32_t cpu_hz = 100;                 // CPU samples per second of CPU time (0: none), as Go's pprof
   uint64_t block_threshold_ns = 20'000;  // passed to the encoder
+  // Issue 16: GOTRACE_START=paused records nothing until `gotrace ctl PID
+  // start` opens a window; GOTRACE_CTL=1 gives a process that records from
+  // its start the control channel too (preload/control.h).
+  bool start_paused = false;
+  bool control = false;
   char out_template[1024] = "gotrace.%p.trace";
 };
 

@@ -64,7 +64,8 @@ GT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char
   if (real == nullptr) {
     real = reinterpret_cast<decltype(real)>(dlsym(RTLD_NEXT, "__libc_start_main"));
   }
-  if (g.phase.load(std::memory_order_acquire) == Phase::kReady && main != nullptr) {
+  const Phase phase = g.phase.load(std::memory_order_acquire);
+  if ((phase == Phase::kReady || phase == Phase::kPaused) && main != nullptr) {
     g_main = main;
     main = MainWithStatus;
   }

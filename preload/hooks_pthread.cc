@@ -68,7 +68,10 @@ void* ThreadStart(void* p) {
     free(p);
     AppThreadStarted();
   }
-  RegisterCurrentThreadSlow(ctx.create_id, reinterpret_cast<uintptr_t>(ctx.fn), 0);
+  if (RegisterCurrentThreadSlow(ctx.create_id, reinterpret_cast<uintptr_t>(ctx.fn), 0) == nullptr &&
+      g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
+    ArmThreadEnd();  // recording paused: a window it lives in shows its end
+  }
   return ctx.fn(ctx.arg);
   // The thread's end is recorded by the pthread key destructor (H25), which
   // also covers pthread_exit and cancellation.
@@ -84,7 +87,11 @@ using namespace gotrace;
 GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                              void* (*start)(void*), void* arg) {
   HookScope scope(~0u);
-  if (!scope.active()) return GT_REAL(pthread_create)(thread, attr, start, arg);
+  // While recording is paused (issue 16) threads still start through us, so
+  // that a trace window sees their end.
+  const bool paused = !scope.active() && g.phase.load(std::memory_order_acquire) == Phase::kPaused &&
+                      t_state.depth == 0;
+  if (!scope.active() && !paused) return GT_REAL(pthread_create)(thread, attr, start, arg);
   StartContext* ctx;
   {
     TracerScope tracer;  // the tracer's block: not the program's heap
@@ -93,7 +100,7 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   if (ctx == nullptr) return GT_REAL(pthread_create)(thread, attr, start, arg);
   ctx->fn = start;
   ctx->arg = arg;
-  ctx->create_id = g.next_create_id.fetch_add(1, std::memory_order_relaxed);
+  ctx->create_id = paused ? 0 : g.next_create_id.fetch_add(1, std::memory_order_relaxed);
   const uint32_t cpu = sys::CurrentCpu();
   const Tick t = sys::Ticks();  // before the thread can record anything
   AppThreadCreating();  // before it can start, end, and be counted down
@@ -104,7 +111,7 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
     free(ctx);
     return rc;
   }
-  RecordCreate(scope, t, cpu, ctx->create_id, reinterpret_cast<uintptr_t>(start), GT_FRAME());
+  if (!paused) RecordCreate(scope, t, cpu, ctx->create_id, reinterpret_cast<uintptr_t>(start), GT_FRAME());
   return rc;
 }
 

@@ -351,4 +351,17 @@ void Drain(bool final) {
   g_lock.clear(std::memory_order_release);
 }
 
+void Discard() {
+  if (!g_active.load(std::memory_order_acquire)) return;
+  for (int tries = 20000; g_lock.test_and_set(std::memory_order_acquire);) {
+    if (--tries <= 0) return;
+    sys::Syscall6(SYS_sched_yield);
+  }
+  for (int i = 0; i < g_nrings; ++i) {
+    g_rings[i].tail = __atomic_load_n(&g_rings[i].meta()->data_head, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
+  }
+  g_lock.clear(std::memory_order_release);
+}
+
 }  // namespace gotrace::kernel

@@ -56,6 +56,9 @@ bool Active();
 // Async-signal-safe (memory reads, the lock-free stack depot, our slot).
 void Drain(bool final);
 
+// Drops what the kernel recorded so far unread: a trace window's log
+// starts with the records of its own time (issue 16).
+void Discard();
 // In a fork child: the parent's events are not ours (the rings are not
 // mapped in the child: MADV_DONTFORK). Forgets them without reading.
 void ForgetForChild();

@@ -42,11 +42,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "encoder/encode_api.h"
 #include "encoder/log_decode.h"
 #include "preload/heap.h"
+#include "preload/control.h"
 #include "preload/kernel_sched.h"
 #include "preload/real.h"
 #include "preload/runtime_internal.h"
@@ -159,6 +161,25 @@ std::atomic<bool> g_flusher_running{false};
 // The program's threads are all gone: the flusher ends and is not restarted.
 std::atomic<bool> g_flusher_retired{false};
 std::atomic<bool> g_ending{false};  // Finalize has begun
+// A window's start or stop in progress (on the control thread): the exit
+// path waits for it rather than cut its trace short.
+std::atomic<bool> g_window_busy{false};
+
+class WindowOp {
+ public:
+  WindowOp() { g_window_busy.store(true, std::memory_order_seq_cst); }
+  ~WindowOp() { g_window_busy.store(false, std::memory_order_seq_cst); }
+  WindowOp(const WindowOp&) = delete;
+  WindowOp& operator=(const WindowOp&) = delete;
+};
+
+void AwaitWindowOp() {
+  for (int i = 0; i < 600000 && g_window_busy.load(std::memory_order_seq_cst); ++i) {
+    const struct timespec ts {0, 100'000};
+    sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&ts), 0);
+  }
+}
+
 pthread_key_t g_live_key;  // set (to 1) in every counted thread; see AppThreadStarted
 bool g_live_key_ok = false;
 
@@ -178,6 +199,7 @@ bool TracePath(bool exec_image, char* out, size_t cap) {
   sys::Line l(out + sys::StrLen(out), cap - sys::StrLen(out));
   if ((g.descendant || exec_image) && !TemplateHasPid()) l.Char('.').U64(static_cast<uint64_t>(g.pid));
   if (exec_image) l.Char('.').U64(g.image);
+  if (g.window > 0) l.Str(".w").U64(g.window);  // a trace window's (issue 16)
   return sys::StrLen(out) + 2 < cap;
 }
 
@@ -245,8 +267,10 @@ void WriteHeader() {
   (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
 }
 
-// A new log for this process image (start, fork child, failed exec).
-bool StartLog() {
+// A new log for this process image (start, fork child, failed exec, trace
+// window). `before_bind` runs once the log is open, before any thread can
+// record into it.
+bool StartLog(void (*before_bind)() = nullptr) {
   g.start_ns = sys::MonotonicNs();
   g.start_ticks = sys::Ticks();
   if (!OpenLog()) return false;
@@ -257,6 +281,7 @@ bool StartLog() {
   g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
   ModulesReset();
+  if (before_bind != nullptr) before_bind();
   g.bind.store((g.log_gen << 1) | 1, std::memory_order_release);
   RescanModules(false);
   return true;
@@ -327,7 +352,8 @@ void StartKernelSched() {
       l.Str(" (").Str(strerrordesc_np(err)).Str(")");
     }
   }
-  {
+  if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+    // (Paused: no log now; a window's start notes the outcome in its own.)
     ProcLock lock;
     const size_t len = l.size();
     ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(len)), false);
@@ -414,6 +440,30 @@ void RecordThreadComm(uint32_t tid, uint32_t serial) {
 // threads' start records and, if `spare_heap_sample`, one heap sample (a
 // fork child on its way to exec holds its start and the heap it inherited,
 // sampled at the exec: not worth a trace of its own).
+// The stack of thread r, blocked in a system call whose interposer's frame
+// is `frame`: its frames above ours are at rest; walk them within its stack
+// bounds (a thread that wakes meanwhile can only make the walk stop early or
+// read stale words, never fault). The built-in unwinder (libunwind walks
+// only the calling thread), with no rebuild of the code map:
+// async-signal-safe. False if nothing of the program's was found.
+bool UnwindParked(ThreadRec* r, const void* frame, uint64_t* pcs, size_t* k, uint32_t* epoch) {
+  const auto fa = reinterpret_cast<uintptr_t>(frame);
+  if (fa < r->stack_lo || fa >= r->stack_hi) return false;
+  const unwind::FpBounds b{fa, r->stack_hi};
+  unwind::Regs regs;
+  if (!unwind::RegsFromFrame(frame, b, &regs)) return false;
+  const unwind::WalkResult wr =
+      unwind::Walk(unwind::ProcessUnwind(),
+                   g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto,
+                   regs, b, pcs, g.config.depth);
+  size_t n = 0;
+  for (size_t j = 0; j < wr.n; ++j)
+    if (pcs[j] < g.self_lo || pcs[j] >= g.self_hi) pcs[n++] = pcs[j];
+  *k = n;
+  *epoch = g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
+  return n > 0;
+}
+
 bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
   // Let threads taking a new slot finish (bounded: an mmap).
   for (int i = 0; i < 20000 && g.writers.load(std::memory_order_seq_cst) != 0; ++i)
@@ -449,30 +499,12 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
         g.config.unwind == UnwindMode::kNone) {
       continue;
     }
-    // Blocked in a system call: its frames above the interposer's are at
-    // rest; walk them within its stack bounds (a thread that wakes meanwhile
-    // can only make the walk stop early or read stale words, never fault).
-    // Kept only if the wait is still the same one.
     const Tick t0 = h->wait_t0;
-    const auto fa = reinterpret_cast<uintptr_t>(frame);
-    if (fa < r->stack_lo || fa >= r->stack_hi) continue;
     uint64_t pcs[log::kMaxStackDepth];
-    // The built-in unwinder (libunwind walks only the calling thread), with
-    // no rebuild of the code map: async-signal-safe.
-    const unwind::FpBounds b{fa, r->stack_hi};
-    unwind::Regs regs;
-    if (!unwind::RegsFromFrame(frame, b, &regs)) continue;
-    const unwind::WalkResult wr =
-        unwind::Walk(unwind::ProcessUnwind(),
-                     g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto,
-                     regs, b, pcs, g.config.depth);
     size_t k = 0;
-    for (size_t j = 0; j < wr.n; ++j)
-      if (pcs[j] < g.self_lo || pcs[j] >= g.self_hi) pcs[k++] = pcs[j];
-    if (k == 0) continue;
+    uint32_t epoch = 0;
+    if (!UnwindParked(r, frame, pcs, &k, &epoch)) continue;
     bool fresh = false;
-    const uint32_t epoch =
-        g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
     const uint32_t stack = InternStack(pcs, k, epoch, &fresh);
     if (stack == 0) continue;
     if (fresh) {
@@ -482,6 +514,19 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     }
     if (__atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE) == kind && h->wait_t0 == t0)
       __atomic_store_n(&h->wait_stack, stack, __ATOMIC_RELEASE);
+  }
+  // Threads of a trace window that recorded nothing in it (their stand-in
+  // stream is all they have): their CPU time too.
+  for (uint32_t i = 0, n = proc ? StandInCount() : 0; i < n; ++i) {
+    uint32_t tid, serial;
+    StandInAt(i, &tid, &serial);
+    const ThreadRec* r = FindRecordOf(tid);
+    if (r != nullptr && r->s.log_gen == g.log_gen) continue;  // counted above
+    const uint64_t ns = ThreadCpuNs(tid);
+    if (ns == 0) continue;
+    ProcReserve(log::ChunkWriter::VarRecordBound(2 * kMaxVarintBytes), true);
+    ProcWriter().ThreadCpu(sys::Ticks(), 0, serial, ns);
+    ProcCommit();
   }
   kernel::Drain(true);
   if (proc) {
@@ -516,7 +561,7 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
 }
 
 // Loads libgotrace_encode.so (only now) and writes the trace.
-void EncodeNow(const char* out_path, bool announce) {
+void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) {
   const Tick t0 = sys::Ticks();
   char so[1200];
   sys::Line l(so, sizeof so);
@@ -530,6 +575,7 @@ void EncodeNow(const char* out_path, bool announce) {
     m.Str("cannot load ").Str(so).Str(" (").Str(h ? "no entry point" : dlerror());
     m.Str("); the event log is kept: gotrace encode ").Str(g.log_path).Str(" -o ").Str(out_path);
     sys::Log(m.c_str());
+    if (reply != nullptr) reply->Str("error: ").Str(m.c_str());
     return;
   }
   GotraceEncodeRequest req{};
@@ -554,9 +600,15 @@ void EncodeNow(const char* out_path, bool announce) {
     m.Str("could not write the trace: ").Str(res.error).Str("; the event log is kept: ");
     m.Str(req.lenient ? "gotrace recover " : "gotrace encode ").Str(g.log_path).Str(" -o ").Str(out_path);
     sys::Log(m.c_str());
+    if (reply != nullptr) reply->Str("error: ").Str(m.c_str());
     return;
   }
   if (!g.config.keep_log) sys::Unlink(g.log_path);
+  if (reply != nullptr) {
+    reply->Str("ok: wrote ").Str(res.path).Str(" (").Grouped(res.threads);
+    reply->Str(res.threads == 1 ? " thread, " : " threads, ").Grouped(res.events).Str(" events, ");
+    reply->Bytes(res.bytes).Str(")");
+  }
   if (g.config.quiet || !announce) return;
   // Show the path relative to the directory the program started in.
   const char* shown = res.path;
@@ -640,7 +692,13 @@ void Finalize(bool for_exec) {
   }
   // The process is ending: no point in starting the kernel's records now
   // (the heap's last sample below may be its first record after 10 ms).
-  g_ending.store(true, std::memory_order_relaxed);
+  g_ending.store(true, std::memory_order_seq_cst);
+  // A trace window being opened or written by the control thread: let it
+  // finish (its trace is the user's), and accept no more requests.
+  if (g.config.control && !for_exec) {
+    AwaitWindowOp();
+    ControlStop();
+  }
   // The heap's last sample, while this thread may still record (_exit and
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
@@ -699,6 +757,252 @@ void Finalize(bool for_exec) {
   // Only the root's last image speaks; tracewrap lists the others.
   EncodeInProcess(out, !g.descendant && !for_exec);
 }
+
+// --- Trace windows (issue 16) ----------------------------------------------------
+// A service traced for days records only while asked to: GOTRACE_START=paused
+// starts it without a log, and the control channel (preload/control.cc) opens
+// and closes windows. A window is a log of its own, written as OUT.w<n> when
+// it closes (or at exit, or by the launcher under tracewrap). Threads move to
+// the new log lazily (their next hook, or the end of the wait they were in:
+// MoveToCurrentLog); every thread alive at the window's start gets a stand-in
+// stream first, so that one that records nothing in the window (blocked all
+// along, computing, or started while paused) is in its trace too, blocked
+// where it was.
+
+// A getdents64 entry (the kernel's struct linux_dirent64).
+struct linux_dirent64_view {
+  uint64_t ino;
+  int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[1];
+};
+
+// Reads /proc/self/task/TID/<what> into buf (NUL-terminated); its length.
+size_t ReadTaskFile(uint32_t tid, const char* what, char* buf, size_t cap) {
+  char path[64];
+  sys::Line(path, sizeof path).Str("/proc/self/task/").U64(tid).Char('/').Str(what);
+  const long fd = sys::OpenAt(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  const long n = sys::Read(static_cast<int>(fd), buf, cap - 1);
+  sys::Close(static_cast<int>(fd));
+  const size_t len = n > 0 ? static_cast<size_t>(n) : 0;
+  buf[len] = '\0';
+  return len;
+}
+
+// What a thread with no wait of ours published is blocked in, as the kernel
+// says (its state and current system call): none if it is running.
+void KernelWaitOf(uint32_t tid, StandInThread* t) {
+  char stat[512];
+  if (ReadTaskFile(tid, "stat", stat, sizeof stat) == 0) return;
+  const char* p = stat;
+  for (const char* q = stat; *q != '\0'; ++q)
+    if (*q == ')') p = q;  // the name may hold anything but ends at the last ')'
+  if (p[0] != ')' || p[1] != ' ' || (p[2] != 'S' && p[2] != 'D')) return;
+  char sc[256];
+  uint64_t nr = ~uint64_t{0};
+  if (ReadTaskFile(tid, "syscall", sc, sizeof sc) > 0) {
+    size_t i = 0;
+    while (sc[i] >= '0' && sc[i] <= '9') ++i;
+    sc[i] = '\0';
+    if (i > 0) (void)sys::ParseU64(sc, &nr);
+  }
+  WaitKind kind = WaitKind::kSyscall;
+  switch (nr) {
+    case SYS_futex: kind = WaitKind::kFutex; break;
+    case SYS_nanosleep: case SYS_clock_nanosleep: kind = WaitKind::kSleep; break;
+    case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_epoll_wait:
+    case SYS_epoll_pwait: case SYS_epoll_pwait2: case SYS_accept: case SYS_accept4:
+    case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg: case SYS_connect:
+      kind = WaitKind::kNet;
+      break;
+    default: break;
+  }
+  t->wait_kind = static_cast<uint32_t>(kind);
+  t->wait_aux = nr == ~uint64_t{0} ? 0 : nr;
+}
+
+// Every thread alive now (but the tracer's own) gets its stand-in stream in
+// the new log. Runs before threads can record into it (StartLog).
+void WriteStandIns() {
+  StandInsReset();
+  const Tick now = sys::Ticks();
+  const uint32_t cpu = sys::CurrentCpu();
+  const long dir = sys::OpenAt(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return;
+  alignas(8) char ents[4096];
+  uint64_t pcs[log::kMaxStackDepth];
+  for (;;) {
+    const long n = sys::Syscall6(SYS_getdents64, dir, reinterpret_cast<long>(ents), sizeof ents);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      const auto* d = reinterpret_cast<const struct linux_dirent64_view*>(ents + off);
+      off += d->reclen;
+      uint64_t v;
+      if (!sys::ParseU64(d->name, &v)) continue;
+      const auto tid = static_cast<uint32_t>(v);
+      StandInThread t;
+      t.name_len = ReadTaskFile(tid, "comm", t.name, sizeof t.name);
+      while (t.name_len > 0 && t.name[t.name_len - 1] == '\n') t.name[--t.name_len] = '\0';
+      if (tid == ControlTid() || (t.name_len >= 8 && std::memcmp(t.name, "gotrace-", 8) == 0))
+        continue;  // ours
+      t.tid = tid;
+      t.cpu = cpu;
+      t.ts = now;
+      const bool main_thread = static_cast<int>(tid) == g.pid;
+      t.flags = main_thread ? log::kThreadMain : 0;
+      t.start_pc = main_thread ? g.main_pc.load(std::memory_order_relaxed) : 0;
+      ThreadRec* r = FindRecordOf(tid);
+      if (r != nullptr) {
+        if (r->start_pc != 0) t.start_pc = r->start_pc;
+        t.self = r->self;
+        t.flags = r->thread_flags;
+        const log::SlotHeader* h = r->s.hdr();
+        t.wait_kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);
+        if (t.wait_kind != 0) {
+          t.wait_obj = h->wait_obj;
+          t.wait_aux = h->wait_aux;
+          t.wait_flags = h->wait_flags;
+          uint32_t stack = static_cast<uint32_t>(h->wait_stack);
+          const uint64_t* def = nullptr;
+          size_t k = 0;
+          uint32_t epoch = 0;
+          if (stack != 0) {
+            if (RedefineStack(stack, g.log_gen, &def, &k, &epoch)) {
+              t.stack_pcs = def;
+              t.stack_n = k;
+              t.stack_epoch = epoch;
+            }
+          } else if (r->wait_frame != nullptr && g.config.unwind != UnwindMode::kNone &&
+                     UnwindParked(r, r->wait_frame, pcs, &k, &epoch)) {
+            // Blocked in a system call (its stack is taken as it returns).
+            bool fresh = false;
+            stack = InternStack(pcs, k, epoch, &fresh);
+            if (fresh) {
+              t.stack_pcs = pcs;
+              t.stack_n = k;
+              t.stack_epoch = epoch;
+            }
+          }
+          t.wait_stack = stack;
+        }
+      }
+      if (t.wait_kind == 0) KernelWaitOf(tid, &t);
+      if (!WriteStandIn(t)) continue;
+      // Its CPU time so far: the window shows what it used within it.
+      const uint64_t ns = ThreadCpuNs(tid);
+      if (ns != 0) {
+        ProcLock lock;
+        ProcReserve(log::ChunkWriter::VarRecordBound(2 * kMaxVarintBytes), false);
+        ProcWriter().ThreadCpu(now, 0, StandInSerial(tid), ns, /*base=*/true);
+        ProcCommit();
+      }
+    }
+  }
+  sys::Close(static_cast<int>(dir));
+}
+
+// Where the window's scheduling comes from: the kernel's records if they
+// run (what they hold from before the window is dropped), else inferred.
+void NoteWindowSched() {
+  if (kernel::Active()) {
+    kernel::Discard();
+    ProcLock lock;
+    ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(0)), false);
+    ProcWriter().SchedInfo(sys::Ticks(), 0, log::kSchedKernel, g.config.cpu_hz, std::string_view());
+    ProcCommit();
+  } else if (!g_kernel_tried.load()) {
+    NoteKernelSchedLater();
+  } else {
+    static const char kWhy[] = "the kernel's records were not available when the process started";
+    ProcLock lock;
+    ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(sizeof kWhy)), false);
+    ProcWriter().SchedInfo(sys::Ticks(), 0, log::kSchedInfer, 0, std::string_view(kWhy, sizeof kWhy - 1));
+    ProcCommit();
+  }
+}
+
+void ProcessInfoAgain() {
+  if (g.argv != nullptr) RecordProcessInfo(g.argc, g.argv);
+}
+
+}  // namespace
+
+bool WindowStart(sys::Line* reply) {
+  WindowOp op;
+  if (g_ending.load(std::memory_order_seq_cst)) {
+    reply->Str("error: the process is exiting");
+    return false;
+  }
+  const Phase phase = g.phase.load(std::memory_order_acquire);
+  if (phase != Phase::kPaused) {
+    if (phase == Phase::kReady) reply->Str("error: already recording (window ").U64(g.window).Str(")");
+    else reply->Str("error: tracing is off in this process");
+    return false;
+  }
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  ++g.window;
+  if (!StartLog(WriteStandIns)) {
+    g.phase.store(Phase::kPaused, std::memory_order_release);
+    reply->Str("error: cannot start the window's event log (see the program's stderr)");
+    return false;
+  }
+  NoteWindowSched();
+  ProcessInfoAgain();
+  MaybeStartFlusher();
+  reply->Str("ok: recording window ").U64(g.window).Str(" into ").Str(g.out_path);
+  return true;
+}
+
+bool WindowStop(sys::Line* reply) {
+  WindowOp op;
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g_ending.load()) {
+    reply->Str(g.phase.load() == Phase::kPaused ? "error: not recording (paused)"
+                                                : "error: not recording");
+    return false;
+  }
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  // The window's last heap sample is the one before it: a window records the
+  // heap's moves within it.
+  Unbind();
+  Phase expected = Phase::kReady;
+  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst)) {
+    reply->Str("error: the process is exiting");
+    return false;
+  }
+  FlushEverything(false);
+  char out[1100];
+  sys::Line(out, sizeof out).Str(g.out_path);
+  {
+    RaiseFdLimit fds;
+    EncodeNow(out, false, reply);
+  }
+  sys::Close(g.log_fd);
+  __atomic_store_n(&g.log_fd, -1, __ATOMIC_RELEASE);
+  g.phase.store(Phase::kPaused, std::memory_order_seq_cst);
+  return true;
+}
+
+void WindowStatus(sys::Line* reply) {
+  const Phase phase = g.phase.load(std::memory_order_acquire);
+  reply->Str("ok: pid ").U64(static_cast<uint64_t>(g.pid)).Str(", ");
+  if (phase == Phase::kReady && g.window > 0) {
+    const uint64_t ms = (sys::MonotonicNs() - g.start_ns) / 1'000'000;
+    reply->Str("recording window ").U64(g.window).Str(" for ").Fixed(ms / 10).Str(" s into ");
+    reply->Str(g.out_path).Str(", log ").Bytes(g.next_slot.load() * g.slot_bytes);
+  } else if (phase == Phase::kReady) {
+    reply->Str("recording since the start into ").Str(g.out_path);
+  } else if (phase == Phase::kPaused) {
+    reply->Str("paused, ").U64(g.window).Str(g.window == 1 ? " window" : " windows").Str(" written");
+  } else {
+    reply->Str("tracing is off");
+  }
+}
+
+namespace {
 
 // --- Crashes ------------------------------------------------------------------------
 
@@ -934,6 +1238,9 @@ void FindGotraceBinary() {
 void AppThreadEnded(void*) {
   if (g.app_threads.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     g_flusher_retired.store(true, std::memory_order_release);
+    // Nor may the control thread keep it alive (glibc ends the process when
+    // its last thread ends, and counts ours).
+    if (g.config.control) ControlStop();
     sys::Syscall6(SYS_futex, reinterpret_cast<long>(&g.app_threads), FUTEX_WAKE_PRIVATE, 1);
   }
 }
@@ -1008,6 +1315,15 @@ void AtForkChild() {
   // Module reads and unloads in progress in the parent's other threads
   // ended with the fork: none holds the child's dlclose back.
   unwind::ProcessCode().AfterFork();
+  // The control channel is the parent's (its thread is not in the child);
+  // a child of a paused process stays untraced, a window's child traces its
+  // whole life into a trace of its own (not a window).
+  ControlAfterFork();
+  g.window = 0;
+  if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
+    g.phase.store(Phase::kDisabled, std::memory_order_release);
+    return;
+  }
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   Unbind();
   kernel::ForgetForChild();
@@ -1111,11 +1427,17 @@ __attribute__((constructor(101))) void Init() {
   // are gone; it is then not started (crash recovery loses its snapshots).
   g_live_key_ok = pthread_key_create(&g_live_key, AppThreadEnded) == 0;
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
-  if (!StartLog()) {
+  if (g.config.start_paused) {
+    // Issue 16: no log until the control channel opens a window.
+    g.start_ns = sys::MonotonicNs();
+    g.start_ticks = sys::Ticks();
+    g.phase.store(Phase::kPaused, std::memory_order_seq_cst);
+  } else if (!StartLog()) {
     g.phase.store(Phase::kDisabled);
     return;
+  } else {
+    NoteKernelSchedLater();
   }
-  NoteKernelSchedLater();
   // System calls shorter than 1 us (or the block threshold, if lower) record
   // no stack. The frequency estimate is rough this early; these are
   // thresholds.
@@ -1131,6 +1453,10 @@ __attribute__((constructor(101))) void Init() {
   if (g.config.crash) InstallCrashHandlers();
   // No flusher yet: it starts with the program's second thread
   // (MaybeStartFlusher).
+  if (g.config.control && !ControlStart() && g.config.start_paused) {
+    // Paused with no way to start: say so once; the program runs untraced.
+    Disable("the control channel could not be opened (see above), so GOTRACE_START=paused could never start");
+  }
 }
 
 __attribute__((destructor(101))) void Fini() { Finalize(false); }

@@ -53,4 +53,12 @@ struct ExecEnv {
 };
 bool ExecEnvironment(char* const* envp, ExecEnv* env);
 
+// Trace windows (issue 16), for the control channel (preload/control.cc):
+// each writes one line for the client into `reply` ("ok: ..." or
+// "error: ...") and returns whether it succeeded. Never from a hook.
+namespace sys { class Line; }
+bool WindowStart(sys::Line* reply);  // paused -> recording into OUT.w<n+1>
+bool WindowStop(sys::Line* reply);   // recording -> paused; writes OUT.w<n>
+void WindowStatus(sys::Line* reply);
+
 }  // namespace gotrace

@@ -663,7 +663,7 @@ bool ObjectOf(const void* addr, uintptr_t* base, const char** name) {
 namespace internal {
 
 uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh) {
-  return g_depot.Intern(pcs, n, epoch, fresh);
+  return g_depot.Intern(pcs, n, epoch, fresh, g.log_gen);
 }
 
 void FindSelf() {
@@ -703,6 +703,109 @@ void FindSelf() {
 
 using namespace internal;
 
+// --- Stand-ins (issue 16) ---------------------------------------------------
+// A trace window begins with every thread of the process, also those that
+// record nothing in it (blocked all along, computing, or started while
+// recording was paused). The window's start writes, for each, a stream of
+// one chunk in the new log: its start (an existing thread), its kernel name
+// and, in the slot header, the wait it is blocked in. The thread itself
+// continues that stream (same serial, next chunk) if it records later.
+namespace internal {
+namespace {
+struct StandIn {
+  uint32_t tid;
+  uint32_t serial;
+  uint32_t wait_kind;  // the wait its stand-in shows it blocked in (0: none)
+  uint32_t wait_stack;
+  Tick ts;
+  uint64_t wait_obj, wait_aux, wait_flags;
+};
+StandIn* g_stand_ins = nullptr;  // kMaxThreads entries, mapped at the first window
+std::atomic<uint32_t> g_nstand_ins{0};
+uint32_t g_stand_in_gen = 0;  // the log they belong to
+}  // namespace
+
+void StandInsReset() {
+  if (g_stand_ins == nullptr)
+    g_stand_ins = static_cast<StandIn*>(sys::MapMemory(sizeof(StandIn) * kMaxThreads));
+  g_nstand_ins.store(0, std::memory_order_relaxed);
+  g_stand_in_gen = g.log_gen;
+}
+
+const StandIn* FindStandIn(uint32_t tid) {
+  if (g_stand_ins == nullptr || g_stand_in_gen != g.log_gen) return nullptr;
+  const uint32_t n = g_nstand_ins.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i)
+    if (g_stand_ins[i].tid == tid) return &g_stand_ins[i];
+  return nullptr;
+}
+
+uint32_t StandInSerial(uint32_t tid) {
+  const StandIn* si = FindStandIn(tid);
+  return si != nullptr ? si->serial : 0;
+}
+
+uint32_t StandInCount() {
+  return g_stand_in_gen == g.log_gen ? g_nstand_ins.load(std::memory_order_acquire) : 0;
+}
+void StandInAt(uint32_t i, uint32_t* tid, uint32_t* serial) {
+  *tid = g_stand_ins[i].tid;
+  *serial = g_stand_ins[i].serial;
+}
+
+ThreadRec* FindRecordOf(uint32_t tid) {
+  const uint32_t used = PoolUsed();
+  for (uint32_t i = 0; i < used; ++i) {
+    ThreadRec* r = PoolSlot(i);
+    if (r->in_use.load(std::memory_order_acquire) != 0 && r->s.tid == tid) return r;
+  }
+  return nullptr;
+}
+
+bool WriteStandIn(const StandInThread& t) {
+  const uint32_t n = g_nstand_ins.load(std::memory_order_relaxed);
+  if (g_stand_ins == nullptr || n >= kMaxThreads) return false;
+  const int64_t slot = NewSlot();
+  if (slot < 0) return false;
+  const uint32_t serial = g.next_serial.fetch_add(1, std::memory_order_relaxed);
+  alignas(64) uint8_t buf[4096] = {};
+  log::ChunkWriter w;
+  w.Init(buf, std::min<size_t>(sizeof buf, g.slot_bytes), log::kSlotHeaderBytes);
+  w.Begin(t.ts);
+  w.OpenInPlace(serial, t.tid, 0, 0);
+  if (t.stack_n > 0 && w.Fits(log::ChunkWriter::StackDefBound(t.stack_n)))
+    w.StackDef(t.ts, t.cpu, t.wait_stack, t.stack_epoch, t.stack_pcs, t.stack_n);
+  w.ThreadStart(t.ts, t.cpu, 0, t.start_pc, t.self, t.flags | log::kThreadExisted);
+  if (t.name_len > 0)
+    w.ThreadName(t.ts, t.cpu, 0, std::string_view(t.name, t.name_len));
+  w.PublishSize();
+  auto* h = reinterpret_cast<log::SlotHeader*>(buf);
+  if (t.wait_kind != 0) {
+    h->wait_cpu = t.cpu;
+    h->wait_t0 = t.ts;
+    h->wait_obj = t.wait_obj;
+    h->wait_aux = t.wait_aux;
+    h->wait_flags = t.wait_flags;
+    h->wait_stack = t.wait_stack;
+    h->wait_kind = t.wait_kind;
+  }
+  const size_t bytes = log::kSlotHeaderBytes + w.payload_size();
+  if (sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), buf, bytes,
+                     log::kSlotsOffset + uint64_t(slot) * g.slot_bytes) != 0) {
+    return false;
+  }
+  g_stand_ins[n] = StandIn{t.tid, serial, t.wait_kind, t.wait_stack, t.ts, t.wait_obj, t.wait_aux,
+                           t.wait_flags};
+  g_nstand_ins.store(n + 1, std::memory_order_release);
+  return true;
+}
+
+bool RedefineStack(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* n, uint32_t* epoch) {
+  return g_depot.Redefine(id, log_gen, pcs, n, epoch);
+}
+
+}  // namespace internal
+
 // ---------------------------------------------------------------------------
 // Registration
 
@@ -726,8 +829,7 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   const uint32_t bind = g.bind.load(std::memory_order_acquire);
   if (bind == 0) return nullptr;
   if (t_state.bound == bind) return t_state.rec;  // already decided in this log
-  // A record of an earlier log (a fork's parent's, a failed exec's) is not
-  // this thread's any more: the pool was reset with the log.
+  ThreadRec* prev = t_state.rec;
   t_state.rec = nullptr;
   if (t_state.status == kThreadExited) {
     t_state.bound = bind;
@@ -735,7 +837,14 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   }
   TracerScope tracer;
   ErrnoGuard errno_guard;  // pthread_getattr_np allocates
-  ThreadRec* r = AllocRec();
+  const auto tid = static_cast<uint32_t>(sys::GetTid());
+  // A thread whose records went to an earlier log of this image (a trace
+  // window's, a failed exec's) keeps its record and who it is; its home
+  // slot moves to the new log (StreamBegin). A fork child's pool was reset
+  // with its log: nothing of it is the child's.
+  const bool moving = prev != nullptr && prev->in_use.load(std::memory_order_acquire) != 0 &&
+                      prev->s.tid == tid && prev->s.log_gen != g.log_gen;
+  ThreadRec* r = moving ? prev : AllocRec();
   t_state.bound = bind;
   if (r == nullptr) {
     t_state.status = kThreadUntraced;
@@ -743,23 +852,47 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
       sys::Log("too many threads at once: some threads are not traced");
     return nullptr;
   }
-  r->s.serial = g.next_serial.fetch_add(1, std::memory_order_relaxed);
-  r->s.tid = static_cast<uint32_t>(sys::GetTid());
-  r->s.seq = 0;
-  r->foreign_window = 0;
+  if (!moving) {
+    r->start_pc = start_pc;
+    r->self = static_cast<uint64_t>(pthread_self());
+    r->thread_flags = flags & log::kThreadMain;
+    r->foreign_window = 0;
+    StackBoundsOf(r, (flags & log::kThreadMain) != 0);
+    // A new thread: libunwind's frame cache is its first walk's (slots are
+    // reused). Not prepared here (LibunwindPrepareThread): 256 KiB and ~0.1 ms
+    // for every thread, also those that never record a stack.
+    r->unw_gen = 0;
+  }
+  // A trace window's start wrote a stand-in stream for every thread alive
+  // then (WriteStandIn): the thread continues it, after its first chunk.
+  const StandIn* si = FindStandIn(tid);
+  const uint32_t stand_in = si != nullptr ? si->serial : 0;
+  r->s.serial = stand_in != 0 ? stand_in : g.next_serial.fetch_add(1, std::memory_order_relaxed);
+  r->s.tid = tid;
+  r->s.seq = stand_in != 0 ? 1 : 0;
   r->wait_frame = nullptr;
   r->next_sync = 0;  // its first record pairs the clocks
-  StackBoundsOf(r, (flags & log::kThreadMain) != 0);
-  // A new thread: libunwind's frame cache is its first walk's (slots are
-  // reused). Not prepared here (LibunwindPrepareThread): 256 KiB and ~0.1 ms
-  // for every thread, also those that never record a stack.
-  r->unw_gen = 0;
   const Tick now = sys::Ticks();
   StreamBegin(&r->s, now, false);  // on failure the thread records nothing
   r->in_use.store(1, std::memory_order_release);
-  if (r->s.w.Fits(log::kMaxFixedRecordBytes)) {
-    r->s.w.ThreadStart(now, sys::CurrentCpu(), create_id, start_pc,
-                       static_cast<uint64_t>(pthread_self()), flags);
+  if (si != nullptr && si->wait_kind != 0 && (flags & kOwnWaitFollows) == 0 &&
+      r->s.w.Fits(log::kMaxFixedRecordBytes)) {
+    // Its stand-in shows it blocked since the window began; this is the
+    // first the thread does since: that wait ended now. (A wait of ours the
+    // thread returns from says when it began itself: MoveWait.)
+    const uint32_t cpu = sys::CurrentCpu();
+    r->s.w.Wait(si->ts, cpu, static_cast<WaitKind>(si->wait_kind), si->wait_flags, si->wait_obj,
+                si->wait_aux, now > si->ts ? now - si->ts : 0, cpu, si->wait_stack);
+    Commit(r);
+  }
+  flags &= ~kOwnWaitFollows;
+  if (stand_in == 0 && r->s.w.Fits(log::kMaxFixedRecordBytes)) {
+    if (moving) {
+      create_id = 0;
+      start_pc = r->start_pc;
+      flags = r->thread_flags | log::kThreadExisted;
+    }
+    r->s.w.ThreadStart(now, sys::CurrentCpu(), create_id, start_pc, r->self, flags);
     Commit(r);
   }
   pthread_setspecific(g_key, reinterpret_cast<void*>(uintptr_t{kDtorIterations}));
@@ -768,7 +901,21 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   return r;
 }
 
+ThreadRec* MoveToCurrentLog(bool own_wait_follows) {
+  if (g.bind.load(std::memory_order_acquire) == 0) return nullptr;
+  return RegisterCurrentThreadSlow(0, 0, log::kThreadExisted | (own_wait_follows ? kOwnWaitFollows : 0));
+}
+
+void ArmThreadEnd() {
+  pthread_setspecific(g_key, reinterpret_cast<void*>(uintptr_t{kDtorIterations}));
+}
+
+
 void RecordProcessInfo(int argc, char** argv) {
+  if (g.argv == nullptr) {  // kept for the logs of trace windows (issue 16)
+    g.argc = argc;
+    g.argv = argv;
+  }
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady || argv == nullptr || argc < 0) return;
   // (A log with slots too small for it goes without: GOTRACE_BUFFER_KB=4.)
   constexpr size_t kNeed = log::ChunkWriter::VarRecordBound(log::ChunkWriter::ProcessInfoBound());
@@ -807,6 +954,20 @@ static void RecordOwnName(ThreadRec* r) {
 void FinishCurrentThread() {
   FoldHeapDelta();  // while this thread may still record its last sample
   ThreadRec* r = t_state.rec;
+  // A trace window opened since the thread last recorded (or it never did:
+  // it started while recording was paused): its end belongs to the window.
+  if (LogMoved() && t_state.status != kThreadExited &&
+      g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+    r = MoveToCurrentLog();
+  } else if (r != nullptr && g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
+    // Recording is paused: the record goes back to the pool (a window's
+    // start must not take the thread for alive).
+    UnpublishWait(r);
+    t_state.rec = nullptr;
+    t_state.status = kThreadExited;
+    FreeRec(r);
+    return;
+  }
   if (r == nullptr || t_state.bound != g.bind.load(std::memory_order_acquire)) {
     t_state.rec = nullptr;
     t_state.status = kThreadExited;
@@ -931,13 +1092,18 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   const uint32_t epoch = g.epoch.load(std::memory_order_relaxed) |
                          (w.truncated() || k < n ? log::kStackTruncated : 0);
   StackCacheEntry& e = r->stack_cache[((p[0] >> 4) ^ (p[0] >> 11)) & (kStackCacheWays - 1)];
-  if (e.n == k && e.epoch == epoch && std::memcmp(e.pcs, p, k * sizeof(uint64_t)) == 0) return e.id;
+  // (A window's log defines its stacks anew: an entry of an earlier log's
+  // is a miss, and the depot says whether this log has the definition.)
+  if (e.n == k && e.epoch == epoch && e.log_gen == r->s.log_gen &&
+      std::memcmp(e.pcs, p, k * sizeof(uint64_t)) == 0)
+    return e.id;
   bool fresh;
-  const uint32_t id = g_depot.Intern(p, k, epoch, &fresh);
+  const uint32_t id = g_depot.Intern(p, k, epoch, &fresh, r->s.log_gen);
   if (id != 0) {
     e.n = static_cast<uint32_t>(k);
     e.id = id;
     e.epoch = epoch;
+    e.log_gen = r->s.log_gen;
     std::memcpy(e.pcs, p, k * sizeof(uint64_t));
   }
   if (fresh) {
@@ -990,8 +1156,28 @@ void RecordCpuTime(ThreadRec* r, Tick ts, uint32_t cpu) {
   Commit(r);
 }
 
+// A wait that began in an earlier log (a trace window opened meanwhile)
+// ends in the current one, with its stack defined there; while recording is
+// paused it is not recorded (and no longer published).
+GT_NOINLINE bool MoveWait(ThreadRec* r, uint32_t stack, Tick t0) {
+  if (MoveToCurrentLog(/*own_wait_follows=*/true) != r) {
+    if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) UnpublishWait(r);
+    return false;
+  }
+  const uint64_t* pcs;
+  size_t n;
+  uint32_t epoch;
+  if (stack != 0 && RedefineStack(stack, r->s.log_gen, &pcs, &n, &epoch) &&
+      Reserve(r, log::ChunkWriter::StackDefBound(n))) {
+    r->s.w.StackDef(t0, sys::CurrentCpu(), stack, epoch, pcs, n);
+    Commit(r);
+  }
+  return true;
+}
+
 void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   const Tick t1 = sys::Ticks();
+  if (LogMoved() && !MoveWait(rec_, stack_, t0_)) return;
   UnpublishWait(rec_);
   if (keep && Reserve(rec_, log::kMaxFixedRecordBytes)) {
     rec_->s.w.Wait(t0_, cpu0_, kind_, flags, obj_, aux != 0 ? aux : aux_, t1 - t0_,
@@ -1006,6 +1192,7 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
 void SyscallRecorder::End() {
   const Tick t1 = sys::Ticks();
   ThreadRec* r = scope_.rec();
+  if (LogMoved() && !MoveWait(r, 0, t0_)) return;
   UnpublishWait(r);
   const Tick d = t1 - t0_;
   const uint32_t stack = d >= g.stack_min_ticks ? CaptureStack(scope_, frame_, t0_) : 0;
@@ -1070,6 +1257,7 @@ void RecordHeap(uint64_t live_bytes) {
 bool IsTracerFd(int fd) {
   return fd >= 0 && (fd == __atomic_load_n(&g.log_fd, __ATOMIC_RELAXED) ||
                      fd == __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED) ||
+                     fd == __atomic_load_n(&g.control_fd, __ATOMIC_RELAXED) ||
                      unwind::IsLibunwindFd(fd));
 }
 
@@ -1092,13 +1280,15 @@ void ProtectFd(int fd) {
   if (moved < 0) return;
   if (fd == g.log_fd) __atomic_store_n(&g.log_fd, static_cast<int>(moved), __ATOMIC_RELEASE);
   if (fd == sys::g_log_fd) __atomic_store_n(&sys::g_log_fd, static_cast<int>(moved), __ATOMIC_RELEASE);
+  if (fd == g.control_fd) __atomic_store_n(&g.control_fd, static_cast<int>(moved), __ATOMIC_RELEASE);
 }
 
 int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real) {
-  int ours[4] = {__atomic_load_n(&g.log_fd, __ATOMIC_RELAXED),
-                 __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED), -1, -1};
-  unwind::LibunwindFds(ours + 2);  // libunwind's pipe, if it is loaded
-  std::sort(ours, ours + 4);
+  int ours[5] = {__atomic_load_n(&g.log_fd, __ATOMIC_RELAXED),
+                 __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED),
+                 __atomic_load_n(&g.control_fd, __ATOMIC_RELAXED), -1, -1};
+  unwind::LibunwindFds(ours + 3);  // libunwind's pipe, if it is loaded
+  std::sort(ours, ours + 5);
   unsigned from = lo;
   for (int fd : ours) {
     if (fd < 0 || static_cast<unsigned>(fd) < from || static_cast<unsigned>(fd) > hi) continue;
@@ -1124,7 +1314,7 @@ void RescanModules(bool after_unload) {
 
 void Disable(const char* why) {
   Phase p = g.phase.load(std::memory_order_acquire);
-  while (p == Phase::kReady || p == Phase::kUninit) {
+  while (p == Phase::kReady || p == Phase::kUninit || p == Phase::kPaused) {
     if (g.phase.compare_exchange_weak(p, Phase::kDisabled)) {
       char buf[512];
       sys::Line l(buf, sizeof buf);

@@ -45,6 +45,7 @@ enum class Phase : uint32_t {
   kReady = 1,     // recording
   kShutdown = 2,  // final flush done or in progress: hooks pass through
   kDisabled = 3,  // tracing off (configuration or an internal failure)
+  kPaused = 4,    // ready, but not recording: between trace windows (issue 16)
 };
 
 // A stream of the log written in place: its current slot is mapped at
@@ -68,7 +69,7 @@ struct StackCacheEntry {
   uint32_t n;
   uint32_t id;
   uint32_t epoch;
-  uint32_t pad;
+  uint32_t log_gen;  // the log whose stream the entry's id was used in
   uint64_t pcs[log::kMaxStackDepth];
 };
 inline constexpr size_t kStackCacheWays = 8;
@@ -87,6 +88,11 @@ struct ThreadRec {
   const void* wait_frame = nullptr;
   Tick next_sync = 0;  // after this tick, the next record is followed by a clock sync
   uint32_t unw_gen = 0;  // libunwind: this thread's frame cache generation (0: none)
+  // Who the thread is, from its first registration: a thread that moves to
+  // a trace window's log (issue 16) starts its stream there with them.
+  uintptr_t start_pc = 0;
+  uint64_t self = 0;          // pthread_self()
+  uint64_t thread_flags = 0;  // log::kThreadMain
   // Last, so that the fields above share one page. Not value-initialised:
   // a fresh record's memory is zero already (mmap), and zeroing 8 KiB cost
   // every process three page faults (12 us each on the VM measured). A
@@ -122,6 +128,7 @@ struct Globals {
   uint32_t events = 0;  // enabled EventGroups (0 until ready)
   int pid = 0;
   int log_fd = -1;
+  int control_fd = -1;  // the control channel's listening socket (issue 16)
   Tick start_ticks = 0;
   uint64_t start_ns = 0;
   uint32_t ncpus = 1;
@@ -156,6 +163,10 @@ struct Globals {
   // or it would keep a process whose main thread called pthread_exit alive.
   std::atomic<int> app_threads{1};
   std::atomic<uintptr_t> main_pc{0};
+  int argc = 0;             // main's arguments (RecordProcessInfo)
+  char** argv = nullptr;
+  // Trace windows opened so far (issue 16): window n writes OUT.w<n>.
+  uint32_t window = 0;
   // How this image ends (kExitStatus), known before the final flush:
   // wait(2)-style status | kExitKnown; 0 while unknown.
   std::atomic<uint64_t> exit_status{0};
@@ -176,6 +187,22 @@ constexpr uint32_t kTracerDepth = 1u << 16;
 GT_ALWAYS_INLINE bool InTracer() { return t_state.depth >= kTracerDepth; }
 
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
+
+// A thread whose records still go to an earlier log than the current one
+// (a trace window opened while it waited): its stream moves to the current
+// log, continuing the stand-in the window's start wrote for it. Returns the
+// record (the same one) or nullptr when it cannot record.
+// `own_wait_follows`: the caller records the wait the thread was in (its
+// stand-in's wait is that one).
+GT_NOINLINE ThreadRec* MoveToCurrentLog(bool own_wait_follows = false);
+// RegisterCurrentThreadSlow's flags: not a log flag (see MoveToCurrentLog).
+inline constexpr uint64_t kOwnWaitFollows = uint64_t{1} << 40;
+// A thread started while recording is paused: its end is still seen (the
+// thread-exit key), so that a window it lived in shows it ending.
+void ArmThreadEnd();
+GT_ALWAYS_INLINE bool LogMoved() {
+  return GT_UNLIKELY(t_state.bound != g.bind.load(std::memory_order_relaxed));
+}
 
 // H30: a hook entered while depth > 0 is normally nested (a signal handler,
 // the tracer's own calls) and passes through. But if it is entered from a

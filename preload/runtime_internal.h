@@ -79,6 +79,33 @@ void ModulesReset();                   // forget every known module (new log)
 // Interns a stack in the process's stack depot (lock-free); 0 if full.
 uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh);
 
+// --- Trace windows (issue 16) ----------------------------------------------------
+// A thread alive when a window opens, as its stand-in stream shows it.
+struct StandInThread {
+  uint32_t tid = 0;
+  uint32_t cpu = 0;
+  Tick ts = 0;              // the window's start
+  uintptr_t start_pc = 0;
+  uint64_t self = 0;
+  uint64_t flags = 0;       // log::kThreadMain
+  char name[17] = {0};
+  size_t name_len = 0;
+  uint32_t wait_kind = 0;   // the wait it is blocked in (0: none)
+  uint64_t wait_obj = 0, wait_aux = 0, wait_flags = 0;
+  uint32_t wait_stack = 0;  // its id; defined with the PCs below if stack_n > 0
+  uint32_t stack_epoch = 0;
+  const uint64_t* stack_pcs = nullptr;
+  size_t stack_n = 0;
+};
+void StandInsReset();                    // a new window's log: no stand-ins yet
+bool WriteStandIn(const StandInThread& t);  // its one-chunk stream in the current log
+uint32_t StandInSerial(uint32_t tid);    // the stand-in's serial in the current log, or 0
+uint32_t StandInCount();                 // stand-ins written in the current log
+void StandInAt(uint32_t i, uint32_t* tid, uint32_t* serial);
+ThreadRec* FindRecordOf(uint32_t tid);   // the record of live thread tid, if it has one
+// A stack id of an earlier log: its PCs, if log_gen still lacks its definition.
+bool RedefineStack(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* n, uint32_t* epoch);
+
 // Our code's address range and directory (dladdr), found once.
 void FindSelf();
 

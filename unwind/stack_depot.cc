@@ -28,13 +28,15 @@ inline uint64_t Mix(uint64_t h, uint64_t v) {
 bool StackDepot::Init(size_t slots, size_t pc_bytes) {
   slots_ = static_cast<Slot*>(Reserve(slots * sizeof(Slot)));
   arena_ = static_cast<uint64_t*>(Reserve(pc_bytes));
-  if (slots_ == nullptr || arena_ == nullptr) return false;
+  by_id_ = static_cast<std::atomic<uint32_t>*>(Reserve(slots * sizeof(uint32_t)));
+  if (slots_ == nullptr || arena_ == nullptr || by_id_ == nullptr) return false;
   mask_ = slots - 1;
   arena_words_ = pc_bytes / sizeof(uint64_t);
   return true;
 }
 
-uint32_t StackDepot::Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh) {
+uint32_t StackDepot::Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh,
+                           uint32_t log_gen) {
   *fresh = false;
   if (slots_ == nullptr) return 0;
   uint64_t h = Mix(0x243f6a8885a308d3ull ^ n, epoch);
@@ -59,8 +61,10 @@ uint32_t StackDepot::Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool*
         s.pcs = arena_ + at;
         s.len = static_cast<uint32_t>(n);
         s.epoch = epoch;
+        s.log_gen.store(log_gen, std::memory_order_relaxed);
         s.id = next_id_.fetch_add(1, std::memory_order_relaxed);
         s.hash.store(h, std::memory_order_release);
+        if (s.id <= mask_) by_id_[s.id].store(static_cast<uint32_t>(idx) + 1, std::memory_order_release);
         *fresh = true;
         return s.id;
       }
@@ -69,10 +73,30 @@ uint32_t StackDepot::Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool*
     if (s.len != n || s.epoch != epoch) continue;
     bool same = true;
     for (size_t i = 0; i < n && same; ++i) same = s.pcs[i] == pcs[i];
-    if (same) return s.id;
+    if (!same) continue;
+    // Defined in an earlier log: the first user in this one defines it.
+    uint32_t was = s.log_gen.load(std::memory_order_relaxed);
+    if (was != log_gen && s.log_gen.compare_exchange_strong(was, log_gen, std::memory_order_relaxed))
+      *fresh = true;
+    return s.id;
   }
   misses_.fetch_add(1, std::memory_order_relaxed);
   return 0;
+}
+
+bool StackDepot::Redefine(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* n,
+                          uint32_t* epoch) {
+  if (by_id_ == nullptr || id == 0 || id > mask_) return false;
+  const uint32_t at = by_id_[id].load(std::memory_order_acquire);
+  if (at == 0) return false;
+  Slot& s = slots_[at - 1];
+  uint32_t was = s.log_gen.load(std::memory_order_relaxed);
+  if (was == log_gen || !s.log_gen.compare_exchange_strong(was, log_gen, std::memory_order_relaxed))
+    return false;
+  *pcs = s.pcs;
+  *n = s.len;
+  *epoch = s.epoch;
+  return true;
 }
 
 }  // namespace gotrace::unwind

@@ -25,8 +25,16 @@ class StackDepot {
   bool Init(size_t slots, size_t pc_bytes);
 
   // The id (>= 1) of the stack, inserting it if needed; *fresh tells whether
-  // this call inserted it. 0 when the depot is full (the event gets no stack).
-  uint32_t Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh);
+  // the caller must define it: this call inserted it, or it was last defined
+  // in another log than `log_gen` (a trace window's log defines again the
+  // stacks it uses; ids stay the same for the whole process). 0 when the
+  // depot is full (the event gets no stack).
+  uint32_t Intern(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh, uint32_t log_gen = 0);
+
+  // A stack used in an earlier log (a trace window's) by its id: true, with
+  // its PCs and epoch, if the caller must define it in log `log_gen` (the
+  // first caller there does). Lock-free; false for an unknown id.
+  bool Redefine(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* n, uint32_t* epoch);
 
   uint32_t size() const { return next_id_.load(std::memory_order_relaxed) - 1; }
   uint64_t full_misses() const { return misses_.load(std::memory_order_relaxed); }
@@ -37,12 +45,13 @@ class StackDepot {
     uint32_t id;
     uint32_t epoch;
     uint32_t len;
-    uint32_t pad;
+    std::atomic<uint32_t> log_gen;  // the log it was last defined in
     const uint64_t* pcs;
   };
   static_assert(sizeof(Slot) == 32);
 
   Slot* slots_ = nullptr;
+  std::atomic<uint32_t>* by_id_ = nullptr;  // id -> slot index + 1 (0: not yet published)
   size_t mask_ = 0;
   uint64_t* arena_ = nullptr;
   size_t arena_words_ = 0;

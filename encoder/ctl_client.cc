@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- encoder/ctl_client.cc - `gotrace ctl`: talk to a traced process ---===//
+//
+// The client side of the control channel (issue 16; the server and its
+// privacy rules are in preload/control.cc). The socket is looked for where
+// the traced process made it for this user: $XDG_RUNTIME_DIR/gotrace, then
+// /tmp/gotrace-<uid> (a client whose session has another XDG_RUNTIME_DIR
+// than the program's still finds it).
+//===----------------------------------------------------------------------===//
+#include "encoder/ctl_client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "preload/control_path.h"
+
+namespace gotrace {
+namespace {
+
+std::vector<std::string> SocketCandidates(int pid) {
+  std::vector<std::string> out;
+  char dir[256];
+  const uint32_t uid = static_cast<uint32_t>(geteuid());
+  if (const char* xdg = getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/' &&
+                                                    control::DirFor(xdg, uid, dir, sizeof dir)) {
+    out.push_back(std::string(dir) + "/" + std::to_string(pid) + ".sock");
+  }
+  if (control::DirFor(nullptr, uid, dir, sizeof dir))
+    out.push_back(std::string(dir) + "/" + std::to_string(pid) + ".sock");
+  return out;
+}
+
+uint64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
+}
+
+}  // namespace
+
+bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string* reply,
+                std::string* error) {
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
+    *error = "no process " + std::to_string(pid);
+    return false;
+  }
+  const std::vector<std::string> paths = SocketCandidates(pid);
+  int fd = -1;
+  std::string tried;
+  int last_errno = ENOENT;
+  for (const std::string& path : paths) {
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) continue;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    tried += (tried.empty() ? "" : ", ") + path;
+    const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) {
+      *error = std::string("socket: ") + strerror(errno);
+      return false;
+    }
+    if (connect(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+      fd = s;
+      break;
+    }
+    last_errno = errno;
+    close(s);
+    if (last_errno == EACCES || last_errno == EPERM) break;
+  }
+  if (fd < 0) {
+    if (last_errno == EACCES || last_errno == EPERM) {
+      *error = "permission denied: the control channel of process " + std::to_string(pid) +
+               " belongs to another user (" + tried + ")";
+    } else if (last_errno == ECONNREFUSED) {
+      *error = "process " + std::to_string(pid) + " no longer answers on its control channel (" +
+               tried + ")";
+    } else {
+      *error = "process " + std::to_string(pid) +
+               " has no control channel: it is not traced, or was started without "
+               "GOTRACE_START=paused or GOTRACE_CTL=1 (looked for " + tried + ")";
+    }
+    return false;
+  }
+  const std::string line = command + "\n";
+  if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+    *error = std::string("cannot send the request: ") + strerror(errno);
+    close(fd);
+    return false;
+  }
+  // The answer comes when the work is done (a stop writes the window's
+  // trace first: seconds for a large window).
+  std::string got;
+  const uint64_t deadline = NowMs() + static_cast<uint64_t>(timeout_s) * 1000;
+  char buf[4096];
+  for (;;) {
+    const uint64_t now = NowMs();
+    if (now >= deadline) {
+      *error = "no answer from process " + std::to_string(pid) + " within " +
+               std::to_string(timeout_s) + " s";
+      close(fd);
+      return false;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(deadline - now));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  while (!got.empty() && (got.back() == '\n' || got.back() == '\r')) got.pop_back();
+  if (got.empty()) {
+    *error = "process " + std::to_string(pid) + " closed its control channel without an answer";
+    return false;
+  }
+  *reply = got;
+  return true;
+}
+
+int CmdCtl(int argc, char** argv) {
+  static const char kUsage[] =
+      "usage: gotrace ctl [--timeout SECONDS] PID start|stop|snapshot|status\n"
+      "  start     begin recording a trace window (the process was started with\n"
+      "            GOTRACE_START=paused, tracewrap --paused, or was stopped)\n"
+      "  stop      end the window and write its trace, OUT.w<n>\n"
+      "  snapshot  write the window so far as its trace; recording goes on in the next\n"
+      "  status    recording or paused, the current window and its log size\n"
+      "  --timeout wait at most SECONDS for the answer (default 300)\n"
+      "exit status: 0 done, 1 the process refused or could not be reached, 2 usage\n";
+  int timeout_s = 300;
+  std::vector<std::string> pos;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--timeout" && i + 1 < argc) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || v <= 0 || v > 86400) {
+        std::fprintf(stderr, "gotrace ctl: --timeout needs a number of seconds, 1 to 86400\n");
+        return 2;
+      }
+      timeout_s = static_cast<int>(v);
+      continue;
+    }
+    pos.push_back(a);
+  }
+  if (pos.size() != 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  char* end = nullptr;
+  const long pid = std::strtol(pos[0].c_str(), &end, 10);
+  if (end == pos[0].c_str() || *end != '\0' || pid <= 0 || pid > 0x3fffffff) {
+    std::fprintf(stderr, "gotrace ctl: '%s' is not a process id\n", pos[0].c_str());
+    return 2;
+  }
+  const std::string& cmd = pos[1];
+  if (cmd != "start" && cmd != "stop" && cmd != "snapshot" && cmd != "status") {
+    std::fprintf(stderr, "gotrace ctl: unknown command '%s' (expected start, stop, snapshot or status)\n",
+                 cmd.c_str());
+    return 2;
+  }
+  std::string reply, error;
+  if (!CtlRequest(static_cast<int>(pid), cmd, timeout_s, &reply, &error)) {
+    std::fprintf(stderr, "gotrace ctl: %s\n", error.c_str());
+    return 1;
+  }
+  const bool ok = reply.rfind("ok", 0) == 0;
+  std::fprintf(ok ? stdout : stderr, "%s\n", reply.c_str());
+  return ok ? 0 : 1;
+}
+
+}  // namespace gotrace
