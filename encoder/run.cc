@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "encoder/run.h"
 
+#include "encoder/ctl_client.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +67,14 @@ constexpr const char* kUsage =
     "                       no index\n"
     "      --force          run a static, setuid, setgid or capability-carrying\n"
     "                       program anyway; it runs, but is not traced\n"
+    "      --paused         start without recording; open and close trace windows\n"
+    "                       (PATH.w1, PATH.w2, ...) with 'gotrace ctl PID start|stop'\n"
+    "                                                    [GOTRACE_START=paused]\n"
+    "      --ctl            record from the start, with the control channel open\n"
+    "                       ('gotrace ctl PID stop|snapshot|start')     [GOTRACE_CTL]\n"
+    "      --signal SIG     each SIG sent to %s starts or stops a trace window\n"
+    "                       in the program (SIG is then not passed on to it); implies\n"
+    "                       --ctl unless --paused (e.g. --signal USR2)\n"
     "      --report[=FILE]  after the program ended, 'gotrace report' on the run's\n"
     "                       traces (its index): to stderr, or into FILE (not with\n"
     "                       --exec); the exit status stays the program's\n"
@@ -117,10 +127,38 @@ std::string Decimal(const std::string& v, size_t max_digits) {
 
 // --- options -----------------------------------------------------------------
 
+// A signal by name (USR2, SIGUSR2) or number, for --signal: one that stops,
+// kills or is already ours to pass on or ignore is refused.
+int SignalNumber(const std::string& v) {
+  std::string n = v;
+  for (char& c : n) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (n.rfind("SIG", 0) == 0) n = n.substr(3);
+  static const std::pair<const char*, int> kNames[] = {
+      {"HUP", SIGHUP}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+      {"WINCH", SIGWINCH}, {"URG", SIGURG}, {"PWR", SIGPWR}, {"INT", SIGINT}, {"QUIT", SIGQUIT},
+      {"KILL", SIGKILL}, {"STOP", SIGSTOP}, {"CHLD", SIGCHLD}, {"TSTP", SIGTSTP}, {"CONT", SIGCONT}};
+  int sig = 0;
+  for (const auto& [name, num] : kNames)
+    if (n == name) sig = num;
+  if (sig == 0) {
+    const std::string d = Decimal(n, 2);
+    if (!d.empty()) sig = std::stoi(d);
+  }
+  if (sig <= 0 || sig >= NSIG)
+    UsageError("--signal: '" + v + "' is not a signal name (e.g. USR2) or number");
+  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGINT || sig == SIGQUIT ||
+      sig == SIGTSTP || sig == SIGCONT || sig == SIGTERM) {
+    UsageError("--signal: " + v + " cannot be used: it stops, kills, ends or is the terminal's");
+  }
+  return sig;
+}
+
 struct Options {
   std::string out, unwind, sched, cpu_hz, depth, events;
   std::string report;  // --report: "-" (stderr) or a file
   bool quiet = false, force = false, follow = true, exec = false;
+  bool paused = false, ctl = false;
+  int toggle_signal = 0;  // --signal: starts/stops windows (issue 16)
 };
 
 // Parsed by hand, stopping at the first non-option (`tracewrap ls -l` passes
@@ -143,7 +181,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
     const size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
     const std::string name = a.substr(0, eq);
     if (a == "-h" || a == "--help") {
-      std::printf(kUsage, g_prog, g_prog, g_prog);
+      std::printf(kUsage, g_prog, g_prog, g_prog, g_prog);
       std::exit(0);
     } else if (a == "-o" || name == "--output") {
       o->out = value(a, eq);
@@ -167,6 +205,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->exec = true;
     } else if (a == "--force") {
       o->force = true;
+    } else if (a == "--paused") {
+      o->paused = true;
+    } else if (a == "--ctl") {
+      o->ctl = true;
+    } else if (name == "--signal") {
+      o->toggle_signal = SignalNumber(value(a, eq));
     } else if (a == "--report") {
       o->report = "-";
     } else if (name == "--report") {
@@ -184,6 +228,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
   if (i >= argc) UsageError("no program given");
   if (!o->report.empty() && o->exec)
     UsageError("--report needs " + std::string(g_prog) + " to outlive the program: not with --exec");
+  if (o->toggle_signal != 0 && o->exec)
+    UsageError("--signal needs " + std::string(g_prog) + " to outlive the program: not with --exec");
   return i;
 }
 
@@ -442,6 +488,25 @@ void CheckProgram(const std::string& path, bool force) {
 
 constexpr int kForwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_toggles = 0;  // --signal: requests not yet served
+
+void Toggle(int) { g_toggles = g_toggles + 1; }
+
+// --signal: start a window if the program is paused, else stop the current
+// one (its trace is written), and say what happened.
+void ToggleWindow(pid_t child) {
+  std::string reply, error;
+  if (!CtlRequest(child, "status", 30, &reply, &error)) {
+    std::fprintf(stderr, "%s: %s\n", g_prog, error.c_str());
+    return;
+  }
+  const bool recording = reply.find("recording") != std::string::npos;
+  if (!CtlRequest(child, recording ? "stop" : "start", 600, &reply, &error)) {
+    std::fprintf(stderr, "%s: %s\n", g_prog, error.c_str());
+    return;
+  }
+  std::fprintf(stderr, "%s: %s\n", g_prog, reply.c_str());
+}
 
 void Forward(int sig) {
   const int saved = errno;
@@ -510,6 +575,8 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   if (!o.events.empty()) setenv("GOTRACE_EVENTS", o.events.c_str(), 1);
   if (o.quiet) setenv("GOTRACE_QUIET", "1", 1);
   if (!o.follow) setenv("GOTRACE_FOLLOW", "0", 1);
+  if (o.paused) setenv("GOTRACE_START", "paused", 1);
+  if (o.ctl || (o.toggle_signal != 0 && !o.paused)) setenv("GOTRACE_CTL", "1", 1);
   // The program is the root of the traced tree: it writes the requested path.
   unsetenv("GOTRACE_ROOT_PID");
   unsetenv("GOTRACE_IMAGE");
@@ -578,8 +645,17 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   sigset_t block, old_mask;
   sigemptyset(&block);
   for (size_t i = 0; i < 5; ++i) {
-    sigaction(kForwarded[i], &fwd, &old_fwd[i]);
+    sigaction(kForwarded[i], kForwarded[i] == o.toggle_signal ? nullptr : &fwd, &old_fwd[i]);
     sigaddset(&block, kForwarded[i]);
+  }
+  // --signal: ours, never the program's (no SA_RESTART: waitpid returns to
+  // serve it).
+  struct sigaction tog {}, old_tog {};
+  if (o.toggle_signal != 0) {
+    tog.sa_handler = Toggle;
+    sigemptyset(&tog.sa_mask);
+    sigaction(o.toggle_signal, &tog, &old_tog);
+    sigaddset(&block, o.toggle_signal);
   }
   sigprocmask(SIG_BLOCK, &block, &old_mask);
   const uint64_t start_ns = NowNs();
@@ -590,6 +666,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     for (size_t i = 0; i < 5; ++i) sigaction(kForwarded[i], &old_fwd[i], nullptr);
+    if (o.toggle_signal != 0) sigaction(o.toggle_signal, &old_tog, nullptr);
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("GOTRACE_DEFER", marker.c_str(), 1);
@@ -600,6 +677,10 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    while (g_toggles > 0) {
+      g_toggles = g_toggles - 1;
+      ToggleWindow(child);
+    }
   }
   const uint64_t end_ns = NowNs();
   g_child = 0;
