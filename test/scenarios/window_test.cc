@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- test/scenarios/window_test.cc - trace windows and the control channel
+//
+// Issue 16: a service started paused (GOTRACE_START=paused) records only in
+// the windows `gotrace ctl PID start|stop|snapshot` opens; each window is a
+// trace of its own holding only its time, with every thread of the process
+// in it (also those that record nothing there), named, and blocked where
+// they were. The control channel answers its user only.
+//===----------------------------------------------------------------------===//
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "test/scenarios/scenario_util.h"
+
+extern char** environ;
+
+namespace gotrace::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A program running in the background, its stdin a pipe we hold, its
+// stdout and stderr in files.
+class Service {
+ public:
+  Service(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+          const std::string& dir)
+      : dir_(dir) {
+    int in[2];
+    REQUIRE(pipe2(in, O_CLOEXEC) == 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir + "/out.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir + "/err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> envs;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string s = *e;
+      bool overridden = false;
+      for (const std::string& x : env) overridden = overridden || s.substr(0, s.find('=')) == x.substr(0, x.find('='));
+      if (!overridden) envs.push_back(s);
+    }
+    envs.insert(envs.end(), env.begin(), env.end());
+    std::vector<char*> cargv, cenv;
+    for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    for (const std::string& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+    cenv.push_back(nullptr);
+    REQUIRE(posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), cenv.data()) == 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    stdin_ = in[1];
+  }
+  ~Service() {
+    if (stdin_ >= 0) close(stdin_);
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // Closes its input (it ends) and returns its wait status.
+  int Finish() {
+    close(stdin_);
+    stdin_ = -1;
+    int status = 0;
+    for (int i = 0; i < 600; ++i) {
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = 0;
+        return status;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return -1;
+  }
+  std::string Out() const { return Slurp(dir_ + "/out.txt"); }
+  std::string Err() const { return Slurp(dir_ + "/err.txt"); }
+
+ private:
+  static std::string Slurp(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  std::string dir_;
+  pid_t pid_ = 0;
+  int stdin_ = -1;
+};
+
+std::string Gotrace() { return std::string(GOTRACE_BUILD_DIR) + "/gotrace"; }
+
+ProcResult Ctl(pid_t pid, const std::string& cmd, const std::vector<std::string>& env) {
+  ProcOptions o;
+  o.env = env;
+  o.timeout_s = 120;
+  return RunProcess({Gotrace(), "ctl", std::to_string(pid), cmd}, o);
+}
+
+// Waits (bounded) until the service's control channel answers.
+void AwaitChannel(pid_t pid, const std::vector<std::string>& env) {
+  for (int i = 0; i < 200; ++i) {
+    if (Ctl(pid, "status", env).Exited(0)) return;
+    std::this_thread::sleep_for(50ms);
+  }
+  FAIL("the control channel of " << pid << " never answered");
+}
+
+// The numbers the service's workers logged (gotrace_log "tick") in a trace.
+std::vector<long> Ticks(const ParsedTrace& t) {
+  std::vector<long> out;
+  for (const GoEvent* e : t.Find("UserLog")) {
+    const size_t at = e->text.find("message=");
+    if (at != std::string::npos) out.push_back(std::stol(e->text.substr(at + 8)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The goroutine of the thread blocked all along: its first transition in
+// the window is a block (not a run), at the window's start.
+bool BlockedFromStart(const ParsedTrace& t, uint64_t g) {
+  for (const GoEvent& e : t.events) {
+    if (e.g != g || e.name == "GoCreate") continue;
+    if (e.name == "GoStart") continue;
+    return e.name.rfind("GoBlock", 0) == 0 || e.name == "GoSysCall" || e.name == "GoSysBlock";
+  }
+  return false;
+}
+
+TEST_CASE("windows: a paused service traced in windows, each holding only its own time",
+          "[windows]") {
+  TempDir dir;
+  const std::string xdg = dir.File("xdg");
+  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  const std::vector<std::string> env = {"XDG_RUNTIME_DIR=" + xdg};
+  std::vector<std::string> senv = env;
+  senv.push_back("LD_PRELOAD=" + PreloadLib());
+  senv.push_back("GOTRACE_START=paused");
+  senv.push_back("GOTRACE_OUT=" + dir.File("srv.trace"));
+  Service srv({Scenario("window_server")}, senv, dir.path());
+  AwaitChannel(srv.pid(), env);
+
+  ProcResult r = Ctl(srv.pid(), "status", env);
+  CHECK(r.out.find("paused, 0 windows written") != std::string::npos);
+  std::this_thread::sleep_for(200ms);  // ticks go by unrecorded
+  r = Ctl(srv.pid(), "start", env);
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("recording window 1 into " + dir.File("srv.trace.w1")) != std::string::npos);
+  CHECK(Ctl(srv.pid(), "start", env).err.find("error: already recording (window 1)") != std::string::npos);
+  std::this_thread::sleep_for(300ms);
+  r = Ctl(srv.pid(), "stop", env);
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("ok: wrote " + dir.File("srv.trace.w1") + " (4 threads") != std::string::npos);
+  CHECK(Ctl(srv.pid(), "stop", env).err.find("error: not recording (paused)") != std::string::npos);
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(Ctl(srv.pid(), "start", env).Exited(0));
+  std::this_thread::sleep_for(300ms);
+  r = Ctl(srv.pid(), "snapshot", env);  // writes w2, records on into w3
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("recording window 3") != std::string::npos);
+  std::this_thread::sleep_for(200ms);
+  const auto main_g = static_cast<uint64_t>(srv.pid());
+  const int status = srv.Finish();  // w3 is written at exit
+  INFO(srv.Err());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(srv.Out() == "done\n");
+  // The socket is gone with the process.
+  CHECK(access((xdg + "/gotrace/" + std::to_string(main_g) + ".sock").c_str(), F_OK) != 0);
+
+  std::vector<std::vector<long>> ticks;
+  for (const char* w : {"srv.trace.w1", "srv.trace.w2", "srv.trace.w3"}) {
+    const std::string path = dir.File(w);
+    INFO(path);
+    REQUIRE(ValidateTrace(path).empty());
+    const ParsedTrace t = ParseWithGo(path);
+    ticks.push_back(Ticks(t));
+    // Each window: both workers' rounds (a tick, a lock, a sleep, ~3 ms).
+    CHECK(ticks.back().size() >= 20);
+    CHECK(t.Count("GoSleep") >= 20);
+    // The blocked threads, recorded nowhere in the window but at its start.
+    CHECK(BlockedFromStart(t, main_g));  // main, in read(0)
+  }
+  // Only its own time: the windows' ticks do not overlap and come in order,
+  // and the first window misses the ticks of the time before it.
+  REQUIRE(ticks[0].size() > 0);
+  REQUIRE(ticks[1].size() > 0);
+  REQUIRE(ticks[2].size() > 0);
+  CHECK(ticks[0].front() > 10);
+  CHECK(ticks[0].back() < ticks[1].front());
+  CHECK(ticks[1].back() < ticks[2].front());
+  // Named as the program named them (stand-ins carry the kernel's names).
+  CheckGoroutineGroups(dir.File("srv.trace.w1"), {{"main", 1}, {"blocker", 1}, {"worker", 2}});
+}
+
+TEST_CASE("windows: the control channel answers its user only, and says why not", "[windows]") {
+  TempDir dir;
+  const std::string xdg = dir.File("xdg");
+  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  const std::vector<std::string> env = {"XDG_RUNTIME_DIR=" + xdg};
+  std::vector<std::string> senv = env;
+  senv.push_back("LD_PRELOAD=" + PreloadLib());
+  senv.push_back("GOTRACE_START=paused");
+  senv.push_back("GOTRACE_OUT=" + dir.File("srv.trace"));
+  Service srv({Scenario("window_server")}, senv, dir.path());
+  AwaitChannel(srv.pid(), env);
+
+  // A bad command: one line, exit 2 from the client; the process's own
+  // refusal of a command it does not know (sent raw) is one line too.
+  ProcResult r = Ctl(srv.pid(), "bogus", env);
+  CHECK(r.Exited(2));
+  CHECK(r.err.find("unknown command 'bogus'") != std::string::npos);
+  // A process that is not traced says so.
+  r = Ctl(getpid(), "status", env);
+  CHECK(r.Exited(1));
+  CHECK(r.err.find("has no control channel") != std::string::npos);
+  r = Ctl(999999, "status", env);
+  CHECK(r.Exited(1));
+  CHECK(r.err.find("no process 999999") != std::string::npos);
+
+  // Another user (nobody) gets nothing: not even into the directory.
+  if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0) {
+    chmod(dir.path().c_str(), 0755);  // let nobody reach xdg/ (0700: not its own)
+    // A copy of the client nobody may run, whatever the build tree's modes.
+    const std::string client = dir.File("gotrace");
+    {
+      std::ifstream from(Gotrace(), std::ios::binary);
+      std::ofstream to(client, std::ios::binary);
+      to << from.rdbuf();
+    }
+    chmod(client.c_str(), 0755);
+    ProcOptions o;
+    o.env = env;
+    o.timeout_s = 60;
+    r = RunProcess({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", client,
+                    "ctl", std::to_string(srv.pid()), "start"},
+                   o);
+    INFO(r.Describe());
+    CHECK(r.Exited(1));
+    CHECK(r.err.find("permission denied") != std::string::npos);
+    // ... and the process is still paused: nothing was started.
+    CHECK(Ctl(srv.pid(), "status", env).out.find("paused") != std::string::npos);
+  } else {
+    WARN("skipped the other-user check: needs root and setpriv");
+  }
+  CHECK(WIFEXITED(srv.Finish()));
+  // Paused to the end: no trace at all.
+  CHECK(FilesEnding(dir.path(), ".trace").empty());
+  CHECK(FilesEnding(dir.path(), ".w1").empty());
+}
+
+TEST_CASE("windows: a hostile file where the channel would be is neither followed nor trusted",
+          "[windows]") {
+  TempDir dir;
+  const std::string xdg = dir.File("xdg");
+  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  // The directory is a symbolic link to somewhere else: refused.
+  const std::string elsewhere = dir.File("elsewhere");
+  REQUIRE(mkdir(elsewhere.c_str(), 0700) == 0);
+  REQUIRE(symlink(elsewhere.c_str(), (xdg + "/gotrace").c_str()) == 0);
+  ProcOptions o;
+  o.env = {"XDG_RUNTIME_DIR=" + xdg, "LD_PRELOAD=" + PreloadLib(), "GOTRACE_START=paused",
+           "GOTRACE_OUT=" + dir.File("x.trace")};
+  o.stdin_data = "";
+  ProcResult r = RunProcess({Scenario("window_server")}, o);
+  INFO(r.Describe());
+  CHECK(r.Exited(0));
+  CHECK(r.out == "done\n");
+  CHECK(r.err.find("the control channel is off: " + xdg + "/gotrace is not a directory") != std::string::npos);
+  CHECK(r.err.find("GOTRACE_START=paused could never start") != std::string::npos);
+  CHECK(access((elsewhere + "/").c_str(), F_OK) == 0);
+  CHECK(FilesEnding(elsewhere, ".sock").empty());
+
+  // A directory others may enter: refused.
+  REQUIRE(unlink((xdg + "/gotrace").c_str()) == 0);
+  REQUIRE(mkdir((xdg + "/gotrace").c_str(), 0755) == 0);
+  chmod((xdg + "/gotrace").c_str(), 0755);
+  r = RunProcess({Scenario("window_server")}, o);
+  CHECK(r.Exited(0));
+  CHECK(r.err.find("is not a private directory") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
