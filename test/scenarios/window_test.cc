@@ -292,3 +292,58 @@ TEST_CASE("windows: a hostile file where the channel would be is neither followe
 
 }  // namespace
 }  // namespace gotrace::testing
+
+namespace gotrace::testing {
+namespace {
+
+// Issue 16 item 3: a run that would outgrow its budget stops recording with
+// one line and leaves a valid trace of what came before; the program runs
+// on as untraced.
+TEST_CASE("disk budget: GOTRACE_MAX_MB=1 stops recording with one line, the trace stays valid",
+          "[windows]") {
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_MAX_MB=1", "GOTRACE_SCHED=infer",
+           "GOTRACE_OUT=" + dir.File("t.trace")};
+  const ProcResult plain = RunProcess({Scenario("condvar_pingpong"), "100000"});
+  const ProcResult r = RunProcess({Scenario("condvar_pingpong"), "100000"}, o);
+  INFO(r.Describe());
+  CHECK(r.Exited(0));
+  CHECK(r.out == plain.out);
+  CHECK(r.err.find("the event log reached GOTRACE_MAX_MB (1 MiB); recording stopped") != std::string::npos);
+  REQUIRE(ValidateTrace(dir.File("t.trace")).empty());
+  const ParsedTrace t = ParseWithGo(dir.File("t.trace"));
+  CHECK(t.Count("GoUnblock") > 1000);   // what came before the limit
+  CHECK(t.Count("GoUnblock") < 100000);  // not all of it
+  struct stat st {};
+  REQUIRE(stat(dir.File("t.trace").c_str(), &st) == 0);
+  CHECK(st.st_size < (1 << 20));
+}
+
+// A full file system is the same stop, never a failed write (or SIGBUS) in
+// the program. Needs a small tmpfs of its own (root, mount allowed).
+TEST_CASE("disk budget: a full file system stops recording with one line, the program runs on",
+          "[windows]") {
+  TempDir dir;
+  const std::string mnt = dir.File("small");
+  REQUIRE(mkdir(mnt.c_str(), 0700) == 0);
+  if (geteuid() != 0 ||
+      RunProcess({"mount", "-t", "tmpfs", "-o", "size=768k", "tmpfs", mnt}).exit_code != 0) {
+    WARN("skipped: cannot mount a small tmpfs here (needs root and mount)");
+    return;
+  }
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_SCHED=infer", "GOTRACE_KEEP_LOG=1",
+           "GOTRACE_OUT=" + mnt + "/t.trace"};
+  const ProcResult plain = RunProcess({Scenario("condvar_pingpong"), "100000"});
+  const ProcResult r = RunProcess({Scenario("condvar_pingpong"), "100000"}, o);
+  RunProcess({"umount", "-l", mnt});
+  INFO(r.Describe());
+  CHECK(r.Exited(0));
+  CHECK(r.out == plain.out);
+  CHECK(r.err.find("recording stopped") != std::string::npos);
+  CHECK(r.err.find("No space left on device") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
