@@ -7,7 +7,10 @@
 // in it (also those that record nothing there), named, and blocked where
 // they were. The control channel answers its user only.
 //===----------------------------------------------------------------------===//
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -343,6 +346,94 @@ TEST_CASE("disk budget: a full file system stops recording with one line, the pr
   CHECK(r.out == plain.out);
   CHECK(r.err.find("recording stopped") != std::string::npos);
   CHECK(r.err.find("No space left on device") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
+
+namespace gotrace::testing {
+namespace {
+
+int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(s);
+  return port;
+}
+
+// Debian's redis-server, started paused, under redis-benchmark's load on
+// 127.0.0.1: a window opened and closed during the load holds that second
+// of the server's life, with its background threads (named by the kernel)
+// in it although they record nothing there.
+TEST_CASE("windows: redis-server under redis-benchmark, one window during the load", "[windows][redis]") {
+  if (access("/usr/bin/redis-server", X_OK) != 0 || access("/usr/bin/redis-benchmark", X_OK) != 0) {
+    WARN("skipped: redis-server and redis-benchmark (Debian: redis-server, redis-tools) are not installed");
+    return;
+  }
+  TempDir dir;
+  const std::string xdg = dir.File("xdg");
+  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  REQUIRE(mkdir(dir.File("bench").c_str(), 0700) == 0);
+  const std::vector<std::string> env = {"XDG_RUNTIME_DIR=" + xdg};
+  const int port = FreePort();
+  REQUIRE(port > 0);
+  const std::string p = std::to_string(port);
+  std::vector<std::string> senv = env;
+  senv.push_back("LD_PRELOAD=" + PreloadLib());
+  senv.push_back("GOTRACE_START=paused");
+  senv.push_back("GOTRACE_OUT=" + dir.File("redis.trace"));
+  Service redis({"/usr/bin/redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", dir.path()},
+                senv, dir.path());
+  AwaitChannel(redis.pid(), env);
+  for (int i = 0; i < 100 && RunProcess({"/usr/bin/redis-cli", "-p", p, "ping"}).out != "PONG\n"; ++i)
+    std::this_thread::sleep_for(50ms);
+  Service bench({"/usr/bin/redis-benchmark", "-p", p, "-q", "-n", "150000", "-c", "20", "-t", "set,get"},
+                {}, dir.File("bench"));
+  std::this_thread::sleep_for(500ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProcResult r = Ctl(redis.pid(), "start", env);
+  REQUIRE(r.Exited(0));
+  std::this_thread::sleep_for(1s);
+  r = Ctl(redis.pid(), "stop", env);
+  const double window_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(WIFEXITED(bench.Finish()));
+  RunProcess({"/usr/bin/redis-cli", "-p", p, "shutdown", "nosave"});
+  const int status = redis.Finish();
+  CHECK(WIFEXITED(status));
+
+  const std::string w1 = dir.File("redis.trace.w1");
+  INFO(redis.Err());
+  REQUIRE(ValidateTrace(w1).empty());
+  const ParsedTrace t = ParseWithGo(w1);
+  // The event loop's waits and the clients' reads and writes.
+  CHECK(t.Count("GoBlockNet") > 100);
+  CHECK(t.Count("GoSysCall") > 1000);
+  // That window only: no event after its end (the trace's clock starts at the
+  // window's start), with a generous margin for a loaded machine.
+  REQUIRE(!t.events.empty());
+  CHECK(static_cast<double>(t.events.back().ts) / 1e9 < window_s * 2 + 1);
+  // Nothing was recorded before the window, nor after it.
+  CHECK(FilesEnding(dir.path(), ".w2").empty());
+  CHECK(FilesEnding(dir.path(), "redis.trace").empty());
+  // Its threads, by their kernel names: the event loop and the bio threads.
+  const GoroutineGroups groups = ReadGoroutineGroups(w1, GoBinary());
+  REQUIRE(groups.error.empty());
+  std::string names;
+  for (const auto& [name, n] : groups.groups) names += name + " ";
+  INFO(names);
+  CHECK(groups.groups.count("main") == 1);
+  CHECK(names.find("bio_") != std::string::npos);
 }
 
 }  // namespace
