@@ -721,6 +721,38 @@ TEST_CASE("stack depot: same stack same id, epochs and lengths distinguish", "[u
   CHECK(d.size() == 4);
 }
 
+TEST_CASE("stack depot: a new log defines again the stacks it uses, under the same ids", "[unwind]") {
+  StackDepot d;
+  REQUIRE(d.Init(1 << 10, 1 << 20));
+  const uint64_t a[] = {1, 2, 3}, b[] = {4, 5};
+  bool fresh;
+  const uint32_t ia = d.Intern(a, 3, 0, &fresh, 1);
+  CHECK(fresh);
+  const uint32_t ib = d.Intern(b, 2, 0, &fresh, 1);
+  CHECK(fresh);
+  CHECK(d.Intern(a, 3, 0, &fresh, 1) == ia);
+  CHECK_FALSE(fresh);
+  // Log 2 (a trace window's): the first user defines it, the next does not.
+  CHECK(d.Intern(a, 3, 0, &fresh, 2) == ia);
+  CHECK(fresh);
+  CHECK(d.Intern(a, 3, 0, &fresh, 2) == ia);
+  CHECK_FALSE(fresh);
+  // By id (a wait that began in log 1 and ends in log 2): its PCs, once.
+  const uint64_t* pcs = nullptr;
+  size_t n = 0;
+  uint32_t epoch = 7;
+  REQUIRE(d.Redefine(ib, 2, &pcs, &n, &epoch));
+  CHECK(n == 2);
+  CHECK(pcs[0] == 4);
+  CHECK(pcs[1] == 5);
+  CHECK(epoch == 0);
+  CHECK_FALSE(d.Redefine(ib, 2, &pcs, &n, &epoch));
+  CHECK_FALSE(d.Redefine(ia, 2, &pcs, &n, &epoch));  // already defined in log 2
+  CHECK_FALSE(d.Redefine(999, 2, &pcs, &n, &epoch));  // unknown id
+  CHECK(d.Intern(b, 2, 0, &fresh, 2) == ib);
+  CHECK_FALSE(fresh);
+}
+
 TEST_CASE("stack depot: full tables fail softly", "[unwind]") {
   StackDepot d;
   REQUIRE(d.Init(1 << 4, 1 << 12));
