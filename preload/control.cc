@@ -216,25 +216,14 @@ bool ControlStart() {
   const int s = Listen();
   if (s < 0) return false;
   __atomic_store_n(&g.control_fd, s, __ATOMIC_RELEASE);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   // A window's trace is encoded on this thread (libdw, the scheduling model):
-  // reserved, touched only as used.
-  pthread_attr_setstacksize(&attr, 16u << 20);
-  pthread_t t;
-  const int rc = GT_REAL(pthread_create)(&t, &attr, ControlMain, nullptr);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // 16 MiB reserved, touched only as used.
+  const int rc = StartTracerThread(ControlMain, 16u << 20, "gotrace-ctl");
   if (rc != 0) {
     ControlStop();
     Refuse("its thread:", strerrordesc_np(rc));
     return false;
   }
-  pthread_setname_np(t, "gotrace-ctl");
   return true;
 }
 

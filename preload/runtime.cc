@@ -8,6 +8,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -1304,6 +1305,22 @@ int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real) {
 
 // ---------------------------------------------------------------------------
 // Lifecycle
+
+int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, stack_bytes);
+  pthread_t t;
+  const int rc = GT_REAL(pthread_create)(&t, &attr, fn, nullptr);
+  if (rc == 0) pthread_setname_np(t, name);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc;
+}
 
 void RescanModules(bool after_unload) {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;

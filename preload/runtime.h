@@ -410,6 +410,11 @@ int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real);
 
 // --- Lifecycle --------------------------------------------------------------
 
+// Starts a detached thread of the tracer's (the flusher, the control
+// channel's) with every signal blocked, `stack_bytes` of stack, named `name`
+// for tools that list threads. Returns pthread_create's result.
+int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name);
+
 // Registers the main thread (from __libc_start_main, which knows main()).
 void RegisterMainThread();
 // Who this process is (its command line, for run indexes): kProcessInfo.

@@ -115,6 +115,22 @@ void AwaitChannel(pid_t pid, const std::vector<std::string>& env) {
   FAIL("the control channel of " << pid << " never answered");
 }
 
+// XDG_RUNTIME_DIR=<dir>/xdg (0700): the control channel's directory, the
+// test's own. The client's environment.
+std::vector<std::string> PrivateRuntimeDir(const TempDir& dir) {
+  const std::string xdg = dir.File("xdg");
+  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  return {"XDG_RUNTIME_DIR=" + xdg};
+}
+
+// The traced service's environment: the client's, preloaded and paused.
+std::vector<std::string> PausedEnv(std::vector<std::string> env, const std::string& out) {
+  env.push_back("LD_PRELOAD=" + PreloadLib());
+  env.push_back("GOTRACE_START=paused");
+  env.push_back("GOTRACE_OUT=" + out);
+  return env;
+}
+
 // The numbers the service's workers logged (gotrace_log "tick") in a trace.
 std::vector<long> Ticks(const ParsedTrace& t) {
   std::vector<long> out;
@@ -140,14 +156,8 @@ bool BlockedFromStart(const ParsedTrace& t, uint64_t g) {
 TEST_CASE("windows: a paused service traced in windows, each holding only its own time",
           "[windows]") {
   TempDir dir;
-  const std::string xdg = dir.File("xdg");
-  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
-  const std::vector<std::string> env = {"XDG_RUNTIME_DIR=" + xdg};
-  std::vector<std::string> senv = env;
-  senv.push_back("LD_PRELOAD=" + PreloadLib());
-  senv.push_back("GOTRACE_START=paused");
-  senv.push_back("GOTRACE_OUT=" + dir.File("srv.trace"));
-  Service srv({Scenario("window_server")}, senv, dir.path());
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  Service srv({Scenario("window_server")}, PausedEnv(env, dir.File("srv.trace")), dir.path());
   AwaitChannel(srv.pid(), env);
 
   ProcResult r = Ctl(srv.pid(), "status", env);
@@ -179,7 +189,7 @@ TEST_CASE("windows: a paused service traced in windows, each holding only its ow
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(srv.Out() == "done\n");
   // The socket is gone with the process.
-  CHECK(access((xdg + "/gotrace/" + std::to_string(main_g) + ".sock").c_str(), F_OK) != 0);
+  CHECK(access(dir.File("xdg/gotrace/" + std::to_string(main_g) + ".sock").c_str(), F_OK) != 0);
 
   std::vector<std::vector<long>> ticks;
   for (const char* w : {"srv.trace.w1", "srv.trace.w2", "srv.trace.w3"}) {
@@ -208,14 +218,8 @@ TEST_CASE("windows: a paused service traced in windows, each holding only its ow
 
 TEST_CASE("windows: the control channel answers its user only, and says why not", "[windows]") {
   TempDir dir;
-  const std::string xdg = dir.File("xdg");
-  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
-  const std::vector<std::string> env = {"XDG_RUNTIME_DIR=" + xdg};
-  std::vector<std::string> senv = env;
-  senv.push_back("LD_PRELOAD=" + PreloadLib());
-  senv.push_back("GOTRACE_START=paused");
-  senv.push_back("GOTRACE_OUT=" + dir.File("srv.trace"));
-  Service srv({Scenario("window_server")}, senv, dir.path());
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  Service srv({Scenario("window_server")}, PausedEnv(env, dir.File("srv.trace")), dir.path());
   AwaitChannel(srv.pid(), env);
 
   // A bad command: one line, exit 2 from the client; the process's own
@@ -379,20 +383,14 @@ TEST_CASE("windows: redis-server under redis-benchmark, one window during the lo
     return;
   }
   TempDir dir;
-  const std::string xdg = dir.File("xdg");
-  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
   REQUIRE(mkdir(dir.File("bench").c_str(), 0700) == 0);
-  const std::vector<std::string> env = {"XDG_RUNTIME_DIR=" + xdg};
   const int port = FreePort();
   REQUIRE(port > 0);
   const std::string p = std::to_string(port);
-  std::vector<std::string> senv = env;
-  senv.push_back("LD_PRELOAD=" + PreloadLib());
-  senv.push_back("GOTRACE_START=paused");
-  senv.push_back("GOTRACE_OUT=" + dir.File("redis.trace"));
   Service redis({"/usr/bin/redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--dir", dir.path()},
-                senv, dir.path());
+                PausedEnv(env, dir.File("redis.trace")), dir.path());
   AwaitChannel(redis.pid(), env);
   for (int i = 0; i < 100 && RunProcess({"/usr/bin/redis-cli", "-p", p, "ping"}).out != "PONG\n"; ++i)
     std::this_thread::sleep_for(50ms);
