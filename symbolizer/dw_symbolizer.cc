@@ -43,6 +43,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "symbolizer/debuginfod.h"
 #include "symbolizer/rust_demangle.h"
 
 namespace gotrace {
@@ -61,39 +62,20 @@ std::string DebugRoot() {
   return r;
 }
 
-// libdwfl's search path (dwfl_standard_find_debuginfo): its default with
-// DebugRoot() in place of /usr/lib/debug (null: the default). Set as each
-// module is made; a replaced string is left allocated, as a Dwfl may still
-// be reading it.
-char* g_debuginfo_path = nullptr;
-void InitDebuginfoPath() {
-  static std::mutex mu;
-  static std::string current = "/usr/lib/debug";
-  const std::string root = DebugRoot();
-  std::lock_guard<std::mutex> lock(mu);
-  if (root == current) return;
-  current = root;
-  g_debuginfo_path = strdup((":.debug:" + root).c_str());
-}
-
-const Dwfl_Callbacks kCallbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &g_debuginfo_path,
-};
-
 // Problem: dwfl_standard_find_debuginfo (and dwfl_build_id_find_elf) fall
 // back to debuginfod when local lookup fails: libdw then dlopens
 // libdebuginfod, which drags in curl, gnutls, libcrypto and Kerberos (about
 // 30 libraries, ~8 ms, their constructors) even when DEBUGINFOD_URLS is
-// unset, and with it set asks a server over the network. Inside a traced
-// process at exit neither is acceptable, so the offline symbolizer never
-// calls them: it looks only in the standard local places,
-// /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink name next
-// to the file, in its .debug/ directory and under /usr/lib/debug, and accepts
-// a candidate only if its build-id (or, without one, the debuglink CRC)
-// matches.
+// unset, and with it set asks a server over the network bounded only by
+// libdebuginfod's own limits (90 s without progress, per request). Inside a
+// traced process at exit neither is acceptable, and `gotrace encode` wants a
+// budget it can enforce, so the symbolizer never calls them: it looks only
+// in the standard local places, /usr/lib/debug/.build-id/xx/rest.debug, then
+// the .gnu_debuglink name next to the file, in its .debug/ directory and
+// under /usr/lib/debug, and accepts a candidate only if its build-id (or,
+// without one, the debuglink CRC) matches. Online (not offline, and
+// DEBUGINFOD_URLS set), a module found in none of them is then asked of
+// debuginfod by build-id, on the encode's budget (symbolizer/debuginfod.h).
 
 uint32_t Crc32Ieee(uint32_t crc, const unsigned char* p, size_t n) {
   static uint32_t table[256];
@@ -196,6 +178,32 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const c
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = LocalFindElf,
     .find_debuginfo = LocalFindDebuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = nullptr,
+};
+
+// The local places, then debuginfod by the module's build-id. The module's
+// userdata is its encode's DebuginfodLookup (Module::Open sets it).
+int OnlineFindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, GElf_Addr base,
+                        const char* file_name, const char* debuglink_file,
+                        GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  const int fd = LocalFindDebuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                    debuglink_crc, debuginfo_file_name);
+  if (fd >= 0 || userdata == nullptr || *userdata == nullptr) return fd;
+  const unsigned char* id = nullptr;
+  GElf_Addr id_vaddr;
+  const int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+  if (id_len <= 0) return -1;
+  std::string path;
+  const int dfd = static_cast<DebuginfodLookup*>(*userdata)
+                      ->FindDebuginfo(id, static_cast<size_t>(id_len), &path);
+  if (dfd >= 0) *debuginfo_file_name = strdup(path.c_str());
+  return dfd;
+}
+
+const Dwfl_Callbacks kOnlineCallbacks = {
+    .find_elf = LocalFindElf,
+    .find_debuginfo = OnlineFindDebuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
@@ -748,9 +756,8 @@ class Module {
         base_(Basename(path_)),
         bias_(bias),
         options_(options),
-        callbacks_(options.offline ? &kOfflineCallbacks : &kCallbacks) {
-    InitDebuginfoPath();
-  }
+        callbacks_(options.debuginfod != nullptr && !options.offline ? &kOnlineCallbacks
+                                                                      : &kOfflineCallbacks) {}
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   ~Module() {
@@ -775,6 +782,11 @@ class Module {
     mod_ = dwfl_report_elf(dwfl_, base_.c_str(), path_.c_str(), -1, bias_, true);
     dwfl_report_end(dwfl_, nullptr, nullptr);
     if (mod_ == nullptr) return false;
+    if (callbacks_ == &kOnlineCallbacks) {
+      void** userdata = nullptr;
+      dwfl_module_info(mod_, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      if (userdata != nullptr) *userdata = options_.debuginfod.get();
+    }
     GElf_Addr elf_bias = 0;
     dwarf_ = ReadsDwarf(path_, dwfl_module_getelf(mod_, &elf_bias), options_);
     return true;
@@ -1020,8 +1032,21 @@ bool UsesDwarf(const std::string& path, const DwOptions& options) {
   return dwarf;
 }
 
+// The options with their debuginfod lookup made: one per call, so one budget
+// and one answer per build-id for everything made from the result.
+DwOptions WithDebuginfod(const DwOptions& options) {
+  DwOptions o = options;
+  if (o.offline) {
+    o.debuginfod = nullptr;
+  } else if (o.debuginfod == nullptr) {
+    o.debuginfod = DebuginfodLookup::Create(
+        o.debuginfod_budget_s < 0 ? DebuginfodBudgetFromEnv() : o.debuginfod_budget_s);
+  }
+  return o;
+}
+
 std::unique_ptr<Symbolizer> MakeDwSymbolizer(const DwOptions& options) {
-  return std::make_unique<DwSymbolizer>(options);
+  return std::make_unique<DwSymbolizer>(WithDebuginfod(options));
 }
 
 std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
@@ -1030,13 +1055,15 @@ std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
   return MakeDwSymbolizer(options);
 }
 
-SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& options) {
+SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& o) {
+  const DwOptions options = WithDebuginfod(o);
   return [options](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
-    return MakeDwSymbolizer(options);
+    return std::make_unique<DwSymbolizer>(options);
   };
 }
 
-SymbolizerFactory SharedSymbolizerFactory(const DwOptions& options) {
+SymbolizerFactory SharedSymbolizerFactory(const DwOptions& o) {
+  const DwOptions options = WithDebuginfod(o);
   auto pool = std::make_shared<ModulePool>(options);
   return [options, pool](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
     return std::make_unique<DwSymbolizer>(options, pool);

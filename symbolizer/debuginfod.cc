@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- symbolizer/debuginfod.cc - debuginfod lookups on a time budget ----===//
+//
+// libdebuginfod is dlopened, not linked: it pulls in curl, gnutls, libcrypto
+// and Kerberos (about 30 libraries and their constructors), which neither a
+// machine without DEBUGINFOD_URLS nor one without libdebuginfod1 should pay
+// for, and the gotrace command must run where the library is not installed.
+//
+// Problem: libdebuginfod bounds a request only by DEBUGINFOD_TIMEOUT (90 s
+// without progress, per request) and DEBUGINFOD_MAXTIME; a server that
+// accepts and then trickles or never answers could hold an encode for
+// minutes per module. Its progress callback is called from the transfer
+// loop at least once a second whether or not bytes arrive (the loop waits
+// at most 1 s for the socket), and a non-zero return ends the transfer, so
+// a deadline checked there bounds a lookup to the budget plus about a
+// second. The budget is shared by every lookup of the encode; once spent,
+// or once a server fails other than by not having the file (connection
+// refused, host unreachable, ...), no more questions are asked: a dead URL
+// then costs one failed connection, not one per module.
+//===----------------------------------------------------------------------===//
+#include "symbolizer/debuginfod.h"
+
+#include <dlfcn.h>
+#include <elfutils/debuginfod.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gotrace {
+namespace {
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s += kHex[p[i] >> 4];
+    s += kHex[p[i] & 15];
+  }
+  return s;
+}
+
+// libdebuginfod's cache directory, chosen as it chooses it (0.188):
+// DEBUGINFOD_CACHE_PATH; else the old $HOME/.debuginfod_client_cache if it
+// exists; else $XDG_CACHE_HOME/debuginfod_client; else
+// $HOME/.cache/debuginfod_client.
+std::string CacheDir() {
+  if (const char* p = std::getenv(DEBUGINFOD_CACHE_PATH_ENV_VAR); p != nullptr && *p != '\0')
+    return p;
+  const char* home = std::getenv("HOME");
+  const std::string h = home != nullptr && *home != '\0' ? home : "/";
+  const std::string legacy = h + "/.debuginfod_client_cache";
+  if (access(legacy.c_str(), F_OK) == 0) return legacy;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return std::string(x) + "/debuginfod_client";
+  return h + "/.cache/debuginfod_client";
+}
+
+// Problem: when the progress callback ends a transfer, libdebuginfod 0.188
+// returns -ENOENT and records the build-id as missing (an empty file in
+// its cache, believed for cache_miss_s, 10 minutes): the next encode would
+// not ask even a server that has since recovered. The entry is removed;
+// a real answer's file is never empty.
+void ForgetCutMiss(const std::string& build_id_hex) {
+  const std::string f = CacheDir() + "/" + build_id_hex + "/debuginfo";
+  struct stat st;
+  if (stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) unlink(f.c_str());
+}
+
+}  // namespace
+
+// The functions of libdebuginfod.so.1 we call (all present since 0.179).
+struct DebuginfodLookup::Api {
+  void* so = nullptr;
+  decltype(&debuginfod_begin) begin = nullptr;
+  decltype(&debuginfod_end) end = nullptr;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+  decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
+  decltype(&debuginfod_set_user_data) set_user_data = nullptr;
+  decltype(&debuginfod_get_user_data) get_user_data = nullptr;
+};
+
+// libdebuginfod's progress callback: non-zero ends the transfer.
+struct DebuginfodProgress {
+  static int Call(debuginfod_client* c, long, long);
+  static DebuginfodLookup::Api* api;  // set before the first query, never changed
+};
+DebuginfodLookup::Api* DebuginfodProgress::api = nullptr;
+
+int DebuginfodProgress::Call(debuginfod_client* c, long, long) {
+  auto* self = static_cast<DebuginfodLookup*>(api->get_user_data(c));
+  if (self == nullptr || Now() < self->deadline_) return 0;
+  self->cut_ = true;
+  return 1;
+}
+
+bool ParseDebuginfodBudget(const char* text, double* seconds) {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0 || v > 86400) return false;
+  *seconds = v;
+  return true;
+}
+
+double DebuginfodBudgetFromEnv() {
+  const char* env = std::getenv("GOTRACE_DEBUGINFOD_TIMEOUT");
+  if (env == nullptr || *env == '\0') return kDefaultDebuginfodBudget;
+  double v;
+  if (ParseDebuginfodBudget(env, &v)) return v;
+  std::fprintf(stderr,
+               "gotrace: GOTRACE_DEBUGINFOD_TIMEOUT=%s is not a number of seconds; using %g\n",
+               env, kDefaultDebuginfodBudget);
+  return kDefaultDebuginfodBudget;
+}
+
+std::shared_ptr<DebuginfodLookup> DebuginfodLookup::Create(double budget_seconds) {
+  const char* urls = std::getenv(DEBUGINFOD_URLS_ENV_VAR);
+  if (urls == nullptr || urls[strspn(urls, " \t")] == '\0' || !(budget_seconds > 0)) {
+    return nullptr;
+  }
+  return std::make_shared<DebuginfodLookup>(urls, budget_seconds);
+}
+
+DebuginfodLookup::DebuginfodLookup(std::string urls, double budget_seconds)
+    : urls_(std::move(urls)), budget_(budget_seconds), remaining_(budget_seconds) {}
+
+DebuginfodLookup::~DebuginfodLookup() {
+  if (client_ != nullptr) api_->end(static_cast<debuginfod_client*>(client_));
+  // The library stays loaded: curl's and gnutls's atexit handlers may
+  // still refer to it.
+}
+
+int DebuginfodLookup::queries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queries_;
+}
+
+bool DebuginfodLookup::stopped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
+}
+
+void DebuginfodLookup::StopLocked(const std::string& why) {
+  stopped_ = true;
+  std::fprintf(stderr,
+               "gotrace: debuginfod (%s): %s; no more lookups in this encode, frames without "
+               "local debug info keep module+offset names\n",
+               urls_.c_str(), why.c_str());
+}
+
+bool DebuginfodLookup::LoadLocked() {
+  if (tried_load_) return client_ != nullptr;
+  tried_load_ = true;
+  auto api = std::make_unique<Api>();
+  api->so = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (api->so != nullptr) {
+    api->begin = reinterpret_cast<decltype(api->begin)>(dlsym(api->so, "debuginfod_begin"));
+    api->end = reinterpret_cast<decltype(api->end)>(dlsym(api->so, "debuginfod_end"));
+    api->find_debuginfo =
+        reinterpret_cast<decltype(api->find_debuginfo)>(dlsym(api->so, "debuginfod_find_debuginfo"));
+    api->set_progressfn =
+        reinterpret_cast<decltype(api->set_progressfn)>(dlsym(api->so, "debuginfod_set_progressfn"));
+    api->set_user_data =
+        reinterpret_cast<decltype(api->set_user_data)>(dlsym(api->so, "debuginfod_set_user_data"));
+    api->get_user_data =
+        reinterpret_cast<decltype(api->get_user_data)>(dlsym(api->so, "debuginfod_get_user_data"));
+  }
+  if (api->so == nullptr || api->begin == nullptr || api->end == nullptr ||
+      api->find_debuginfo == nullptr || api->set_progressfn == nullptr ||
+      api->set_user_data == nullptr || api->get_user_data == nullptr) {
+    StopLocked(std::string("cannot load " DEBUGINFOD_SONAME " (install libdebuginfod1)"));
+    return false;
+  }
+  debuginfod_client* c = api->begin();
+  if (c == nullptr) {
+    StopLocked("cannot start a client");
+    return false;
+  }
+  DebuginfodProgress::api = api.get();
+  api->set_user_data(c, this);
+  api->set_progressfn(c, &DebuginfodProgress::Call);  // also replaces DEBUGINFOD_PROGRESS's
+  client_ = c;
+  api_ = std::move(api);
+  return true;
+}
+
+int DebuginfodLookup::FindDebuginfo(const unsigned char* build_id, size_t len,
+                                    std::string* path) {
+  if (build_id == nullptr || len == 0) return -1;
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = Hex(build_id, len);
+  if (auto it = answers_.find(key); it != answers_.end()) {
+    if (it->second.empty()) return -1;
+    const int fd = open(it->second.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) *path = it->second;
+    return fd;
+  }
+  if (stopped_ || !LoadLocked()) return -1;
+  std::string& answer = answers_[key];
+  ++queries_;
+  const double start = Now();
+  deadline_ = start + remaining_;
+  cut_ = false;
+  char* found = nullptr;
+  const int rc = api_->find_debuginfo(static_cast<debuginfod_client*>(client_), build_id,
+                                      static_cast<int>(len), &found);
+  remaining_ -= Now() - start;
+  if (rc >= 0) {
+    if (found != nullptr) answer = found;
+    *path = answer;
+    std::free(found);
+    return rc;
+  }
+  std::free(found);
+  if (cut_) ForgetCutMiss(key);
+  if (cut_ || remaining_ <= 0) {
+    char why[160];
+    std::snprintf(why, sizeof why,
+                  "the %g s budget is spent (--debuginfod-timeout, GOTRACE_DEBUGINFOD_TIMEOUT)",
+                  budget_);
+    StopLocked(why);
+  } else if (rc != -ENOENT) {
+    // Not "the server has no such file": it cannot be reached or failed;
+    // asking again for every module would only repeat that.
+    StopLocked(std::strerror(-rc));
+  }
+  return -1;
+}
+
+}  // namespace gotrace
