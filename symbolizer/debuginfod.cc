@@ -21,7 +21,6 @@
 #include "symbolizer/debuginfod.h"
 
 #include <dlfcn.h>
-#include <elfutils/debuginfod.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -33,8 +32,18 @@
 #include <cstdlib>
 #include <cstring>
 
+// libdebuginfod's C interface (elfutils/debuginfod.h, unchanged since
+// 0.179), declared here rather than included: the library is dlopened, and
+// building gotrace should not need libdebuginfod-dev.
+extern "C" {
+struct debuginfod_client;
+using debuginfod_progressfn_t = int (*)(debuginfod_client*, long, long);
+}
+
 namespace gotrace {
 namespace {
+
+constexpr const char kSoname[] = "libdebuginfod.so.1";
 
 double Now() {
   timespec ts;
@@ -58,7 +67,7 @@ std::string Hex(const unsigned char* p, size_t n) {
 // exists; else $XDG_CACHE_HOME/debuginfod_client; else
 // $HOME/.cache/debuginfod_client.
 std::string CacheDir() {
-  if (const char* p = std::getenv(DEBUGINFOD_CACHE_PATH_ENV_VAR); p != nullptr && *p != '\0')
+  if (const char* p = std::getenv("DEBUGINFOD_CACHE_PATH"); p != nullptr && *p != '\0')
     return p;
   const char* home = std::getenv("HOME");
   const std::string h = home != nullptr && *home != '\0' ? home : "/";
@@ -85,12 +94,13 @@ void ForgetCutMiss(const std::string& build_id_hex) {
 // The functions of libdebuginfod.so.1 we call (all present since 0.179).
 struct DebuginfodLookup::Api {
   void* so = nullptr;
-  decltype(&debuginfod_begin) begin = nullptr;
-  decltype(&debuginfod_end) end = nullptr;
-  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
-  decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
-  decltype(&debuginfod_set_user_data) set_user_data = nullptr;
-  decltype(&debuginfod_get_user_data) get_user_data = nullptr;
+  debuginfod_client* (*begin)() = nullptr;
+  void (*end)(debuginfod_client*) = nullptr;
+  // (client, build-id bytes, their count, &path): a descriptor or -errno.
+  int (*find_debuginfo)(debuginfod_client*, const unsigned char*, int, char**) = nullptr;
+  void (*set_progressfn)(debuginfod_client*, debuginfod_progressfn_t) = nullptr;
+  void (*set_user_data)(debuginfod_client*, void*) = nullptr;
+  void* (*get_user_data)(debuginfod_client*) = nullptr;
 };
 
 // libdebuginfod's progress callback: non-zero ends the transfer.
@@ -129,7 +139,7 @@ double DebuginfodBudgetFromEnv() {
 }
 
 std::shared_ptr<DebuginfodLookup> DebuginfodLookup::Create(double budget_seconds) {
-  const char* urls = std::getenv(DEBUGINFOD_URLS_ENV_VAR);
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
   if (urls == nullptr || urls[strspn(urls, " \t")] == '\0' || !(budget_seconds > 0)) {
     return nullptr;
   }
@@ -167,7 +177,7 @@ bool DebuginfodLookup::LoadLocked() {
   if (tried_load_) return client_ != nullptr;
   tried_load_ = true;
   auto api = std::make_unique<Api>();
-  api->so = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
+  api->so = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
   if (api->so != nullptr) {
     api->begin = reinterpret_cast<decltype(api->begin)>(dlsym(api->so, "debuginfod_begin"));
     api->end = reinterpret_cast<decltype(api->end)>(dlsym(api->so, "debuginfod_end"));
@@ -183,7 +193,7 @@ bool DebuginfodLookup::LoadLocked() {
   if (api->so == nullptr || api->begin == nullptr || api->end == nullptr ||
       api->find_debuginfo == nullptr || api->set_progressfn == nullptr ||
       api->set_user_data == nullptr || api->get_user_data == nullptr) {
-    StopLocked(std::string("cannot load " DEBUGINFOD_SONAME " (install libdebuginfod1)"));
+    StopLocked(std::string("cannot load ") + kSoname + " (install libdebuginfod1)");
     return false;
   }
   debuginfod_client* c = api->begin();
