@@ -103,19 +103,43 @@ struct DebuginfodLookup::Api {
   void* (*get_user_data)(debuginfod_client*) = nullptr;
 };
 
+// The library's functions, loaded once per process and never unloaded
+// (curl's and gnutls's exit handlers may still refer to it); null if it
+// cannot be loaded.
+const DebuginfodLookup::Api* LoadApi() {
+  static const DebuginfodLookup::Api* const api = []() -> const DebuginfodLookup::Api* {
+    auto* a = new DebuginfodLookup::Api;
+    a->so = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+    if (a->so == nullptr) return nullptr;
+    a->begin = reinterpret_cast<decltype(a->begin)>(dlsym(a->so, "debuginfod_begin"));
+    a->end = reinterpret_cast<decltype(a->end)>(dlsym(a->so, "debuginfod_end"));
+    a->find_debuginfo =
+        reinterpret_cast<decltype(a->find_debuginfo)>(dlsym(a->so, "debuginfod_find_debuginfo"));
+    a->set_progressfn =
+        reinterpret_cast<decltype(a->set_progressfn)>(dlsym(a->so, "debuginfod_set_progressfn"));
+    a->set_user_data =
+        reinterpret_cast<decltype(a->set_user_data)>(dlsym(a->so, "debuginfod_set_user_data"));
+    a->get_user_data =
+        reinterpret_cast<decltype(a->get_user_data)>(dlsym(a->so, "debuginfod_get_user_data"));
+    if (a->begin == nullptr || a->end == nullptr || a->find_debuginfo == nullptr ||
+        a->set_progressfn == nullptr || a->set_user_data == nullptr ||
+        a->get_user_data == nullptr) {
+      return nullptr;
+    }
+    return a;
+  }();
+  return api;
+}
+
 // libdebuginfod's progress callback: non-zero ends the transfer.
 struct DebuginfodProgress {
-  static int Call(debuginfod_client* c, long, long);
-  static DebuginfodLookup::Api* api;  // set before the first query, never changed
+  static int Call(debuginfod_client* c, long, long) {
+    auto* self = static_cast<DebuginfodLookup*>(LoadApi()->get_user_data(c));
+    if (self == nullptr || Now() < self->deadline_) return 0;
+    self->cut_ = true;
+    return 1;
+  }
 };
-DebuginfodLookup::Api* DebuginfodProgress::api = nullptr;
-
-int DebuginfodProgress::Call(debuginfod_client* c, long, long) {
-  auto* self = static_cast<DebuginfodLookup*>(api->get_user_data(c));
-  if (self == nullptr || Now() < self->deadline_) return 0;
-  self->cut_ = true;
-  return 1;
-}
 
 bool ParseDebuginfodBudget(const char* text, double* seconds) {
   if (text == nullptr || *text == '\0') return false;
@@ -140,9 +164,9 @@ double DebuginfodBudgetFromEnv() {
 
 std::shared_ptr<DebuginfodLookup> DebuginfodLookup::Create(double budget_seconds) {
   const char* urls = std::getenv("DEBUGINFOD_URLS");
-  if (urls == nullptr || urls[strspn(urls, " \t")] == '\0' || !(budget_seconds > 0)) {
-    return nullptr;
-  }
+  if (urls == nullptr || urls[strspn(urls, " \t")] == '\0') return nullptr;
+  if (budget_seconds < 0) budget_seconds = DebuginfodBudgetFromEnv();
+  if (!(budget_seconds > 0)) return nullptr;
   return std::make_shared<DebuginfodLookup>(urls, budget_seconds);
 }
 
@@ -151,8 +175,6 @@ DebuginfodLookup::DebuginfodLookup(std::string urls, double budget_seconds)
 
 DebuginfodLookup::~DebuginfodLookup() {
   if (client_ != nullptr) api_->end(static_cast<debuginfod_client*>(client_));
-  // The library stays loaded: curl's and gnutls's atexit handlers may
-  // still refer to it.
 }
 
 int DebuginfodLookup::queries() const {
@@ -176,23 +198,8 @@ void DebuginfodLookup::StopLocked(const std::string& why) {
 bool DebuginfodLookup::LoadLocked() {
   if (tried_load_) return client_ != nullptr;
   tried_load_ = true;
-  auto api = std::make_unique<Api>();
-  api->so = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-  if (api->so != nullptr) {
-    api->begin = reinterpret_cast<decltype(api->begin)>(dlsym(api->so, "debuginfod_begin"));
-    api->end = reinterpret_cast<decltype(api->end)>(dlsym(api->so, "debuginfod_end"));
-    api->find_debuginfo =
-        reinterpret_cast<decltype(api->find_debuginfo)>(dlsym(api->so, "debuginfod_find_debuginfo"));
-    api->set_progressfn =
-        reinterpret_cast<decltype(api->set_progressfn)>(dlsym(api->so, "debuginfod_set_progressfn"));
-    api->set_user_data =
-        reinterpret_cast<decltype(api->set_user_data)>(dlsym(api->so, "debuginfod_set_user_data"));
-    api->get_user_data =
-        reinterpret_cast<decltype(api->get_user_data)>(dlsym(api->so, "debuginfod_get_user_data"));
-  }
-  if (api->so == nullptr || api->begin == nullptr || api->end == nullptr ||
-      api->find_debuginfo == nullptr || api->set_progressfn == nullptr ||
-      api->set_user_data == nullptr || api->get_user_data == nullptr) {
+  const Api* api = LoadApi();
+  if (api == nullptr) {
     StopLocked(std::string("cannot load ") + kSoname + " (install libdebuginfod1)");
     return false;
   }
@@ -201,11 +208,10 @@ bool DebuginfodLookup::LoadLocked() {
     StopLocked("cannot start a client");
     return false;
   }
-  DebuginfodProgress::api = api.get();
   api->set_user_data(c, this);
   api->set_progressfn(c, &DebuginfodProgress::Call);  // also replaces DEBUGINFOD_PROGRESS's
   client_ = c;
-  api_ = std::move(api);
+  api_ = api;
   return true;
 }
 

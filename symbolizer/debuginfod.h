@@ -32,7 +32,8 @@ bool ParseDebuginfodBudget(const char* text, double* seconds);
 class DebuginfodLookup {
  public:
   // Null when there is nothing to ask: DEBUGINFOD_URLS unset or empty, or a
-  // budget of 0. Loads nothing yet.
+  // budget of 0. A negative budget: DebuginfodBudgetFromEnv(). Loads
+  // nothing yet.
   static std::shared_ptr<DebuginfodLookup> Create(double budget_seconds);
 
   DebuginfodLookup(std::string urls, double budget_seconds);
@@ -53,8 +54,9 @@ class DebuginfodLookup {
   // Whether lookups stopped (budget spent, server failed, no library).
   bool stopped() const;
 
+  struct Api;  // libdebuginfod's functions (debuginfod.cc)
+
  private:
-  struct Api;
   friend struct DebuginfodProgress;
 
   bool LoadLocked();
@@ -67,7 +69,7 @@ class DebuginfodLookup {
   bool tried_load_ = false;
   bool stopped_ = false;
   int queries_ = 0;
-  std::unique_ptr<Api> api_;
+  const Api* api_ = nullptr;  // set with client_
   void* client_ = nullptr;  // debuginfod_client*
   double deadline_ = 0;     // CLOCK_MONOTONIC seconds, during a query
   bool cut_ = false;        // the progress callback ended the query

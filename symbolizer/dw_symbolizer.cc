@@ -1039,8 +1039,7 @@ DwOptions WithDebuginfod(const DwOptions& options) {
   if (o.offline) {
     o.debuginfod = nullptr;
   } else if (o.debuginfod == nullptr) {
-    o.debuginfod = DebuginfodLookup::Create(
-        o.debuginfod_budget_s < 0 ? DebuginfodBudgetFromEnv() : o.debuginfod_budget_s);
+    o.debuginfod = DebuginfodLookup::Create(o.debuginfod_budget_s);
   }
   return o;
 }
