@@ -89,7 +89,7 @@ TEST_CASE("debuginfod lookup: budgets in seconds", "[debuginfod]") {
   CHECK_FALSE(ParseDebuginfodBudget(nullptr, &s));
 }
 
-TEST_CASE("debuginfod lookup: a refused connection stops the lookups; one question per build-id",
+TEST_CASE("debuginfod lookup: a refused connection stops the lookups, one question per build-id",
           "[debuginfod]") {
   if (void* so = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL); so == nullptr) {
     WARN("SKIP: libdebuginfod.so.1 cannot be loaded (Debian package libdebuginfod1)");
