@@ -110,7 +110,10 @@ const DebuginfodLookup::Api* LoadApi() {
   static const DebuginfodLookup::Api* const api = []() -> const DebuginfodLookup::Api* {
     auto* a = new DebuginfodLookup::Api;
     a->so = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-    if (a->so == nullptr) return nullptr;
+    if (a->so == nullptr) {
+      delete a;
+      return nullptr;
+    }
     a->begin = reinterpret_cast<decltype(a->begin)>(dlsym(a->so, "debuginfod_begin"));
     a->end = reinterpret_cast<decltype(a->end)>(dlsym(a->so, "debuginfod_end"));
     a->find_debuginfo =
@@ -236,20 +239,23 @@ int DebuginfodLookup::FindDebuginfo(const unsigned char* build_id, size_t len,
   const int rc = api_->find_debuginfo(static_cast<debuginfod_client*>(client_), build_id,
                                       static_cast<int>(len), &found);
   remaining_ -= Now() - start;
+  char spent[160];
+  std::snprintf(spent, sizeof spent,
+                "the %g s budget is spent (--debuginfod-timeout, GOTRACE_DEBUGINFOD_TIMEOUT)",
+                budget_);
   if (rc >= 0) {
     if (found != nullptr) answer = found;
     *path = answer;
     std::free(found);
+    // A download that used up the budget still counts; the next would be
+    // cut at once.
+    if (remaining_ <= 0) StopLocked(spent);
     return rc;
   }
   std::free(found);
   if (cut_) ForgetCutMiss(key);
   if (cut_ || remaining_ <= 0) {
-    char why[160];
-    std::snprintf(why, sizeof why,
-                  "the %g s budget is spent (--debuginfod-timeout, GOTRACE_DEBUGINFOD_TIMEOUT)",
-                  budget_);
-    StopLocked(why);
+    StopLocked(spent);
   } else if (rc != -ENOENT) {
     // Not "the server has no such file": it cannot be reached or failed;
     // asking again for every module would only repeat that.
