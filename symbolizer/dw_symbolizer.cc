@@ -124,27 +124,84 @@ int LocalFindElf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char**, Elf**) {
   return -1;  // modules are reported with their path: nothing to find
 }
 
-int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const char* file_name,
-                       const char* debuglink_file, GElf_Word debuglink_crc,
-                       char** debuginfo_file_name) {
+// The build-id of the dwz supplementary file ("alt file": debug info that
+// several files share) that the ELF file at `path` names in its
+// .gnu_debugaltlink as `name`; empty if it names none or another.
+//
+// Problem: libdwfl asks the find_debuginfo callback for the alt file too,
+// passing the debug file as file_name, the alt file's name as
+// debuglink_file and a CRC of 0. Looked up by the module's build-id, that
+// question found the module's own debug file, which libdw then read as
+// the alt file: strings and DIEs at the alt file's offsets in the wrong
+// file. An alt file is looked up by its own build-id.
+std::string AltFileBuildId(const char* path, const char* name) {
+  std::string id;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return id;
+  elf_version(EV_CURRENT);
+  if (Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr); elf != nullptr) {
+    size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr;
+           scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+        const char* n = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (n == nullptr || std::strcmp(n, ".gnu_debugaltlink") != 0) continue;
+        // The file name, NUL, then the build-id bytes.
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (data == nullptr || data->d_buf == nullptr) break;
+        const char* b = static_cast<const char*>(data->d_buf);
+        const char* nul = static_cast<const char*>(std::memchr(b, '\0', data->d_size));
+        if (nul != nullptr && std::strcmp(b, name) == 0) id.assign(nul + 1, b + data->d_size);
+        break;
+      }
+    }
+    elf_end(elf);
+  }
+  close(fd);
+  return id;
+}
+
+// The build-id the debug file looked for must have: the alt file's for an
+// alt file question (see AltFileBuildId), else the module's; empty if
+// neither is known. *alt says which.
+std::string WantedBuildId(Dwfl_Module* mod, const char* file_name, const char* debuglink_file,
+                          GElf_Word debuglink_crc, bool* alt) {
+  *alt = false;
+  if (debuglink_crc == 0 && debuglink_file != nullptr && file_name != nullptr) {
+    std::string id = AltFileBuildId(file_name, debuglink_file);
+    if (!id.empty()) {
+      *alt = true;
+      return id;
+    }
+  }
   const unsigned char* id = nullptr;
   GElf_Addr id_vaddr;
   const int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+  return id_len > 0 ? std::string(reinterpret_cast<const char*>(id), static_cast<size_t>(id_len))
+                    : std::string();
+}
+
+int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const char* file_name,
+                       const char* debuglink_file, GElf_Word debuglink_crc,
+                       char** debuginfo_file_name) {
+  bool alt = false;
   const std::string want_id =
-      id_len > 0 ? std::string(reinterpret_cast<const char*>(id), static_cast<size_t>(id_len))
-                 : std::string();
+      WantedBuildId(mod, file_name, debuglink_file, debuglink_crc, &alt);
   struct Candidate {
     std::string path;
     bool by_build_id;
   };
   std::vector<Candidate> candidates;
-  if (id_len > 1) {
+  if (want_id.size() > 1) {
     static const char kHex[] = "0123456789abcdef";
+    const auto* id = reinterpret_cast<const unsigned char*>(want_id.data());
     std::string p = DebugRoot() + "/.build-id/";
     p += kHex[id[0] >> 4];
     p += kHex[id[0] & 15];
     p += '/';
-    for (int i = 1; i < id_len; ++i) {
+    for (size_t i = 1; i < want_id.size(); ++i) {
       p += kHex[id[i] >> 4];
       p += kHex[id[i] & 15];
     }
@@ -155,9 +212,23 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const c
     std::string dir = file_name;
     const size_t slash = dir.rfind('/');
     dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
-    candidates.push_back({dir + "/" + debuglink_file, false});
-    candidates.push_back({dir + "/.debug/" + debuglink_file, false});
-    candidates.push_back({DebugRoot() + dir + "/" + debuglink_file, false});
+    if (alt) {
+      // dwz names the alt file by an absolute path, or one relative to
+      // the debug file's directory; under /usr/lib/debug when installed.
+      const std::string name = debuglink_file;
+      if (name[0] == '/') {
+        candidates.push_back({name, false});
+        static const std::string kDefaultRoot = "/usr/lib/debug/";
+        if (name.compare(0, kDefaultRoot.size(), kDefaultRoot) == 0)
+          candidates.push_back({DebugRoot() + name.substr(kDefaultRoot.size() - 1), false});
+      } else {
+        candidates.push_back({dir + "/" + name, false});
+      }
+    } else {
+      candidates.push_back({dir + "/" + debuglink_file, false});
+      candidates.push_back({dir + "/.debug/" + debuglink_file, false});
+      candidates.push_back({DebugRoot() + dir + "/" + debuglink_file, false});
+    }
   }
   for (const Candidate& c : candidates) {
     if (file_name != nullptr && c.path == file_name) continue;  // the module itself
@@ -182,21 +253,21 @@ const Dwfl_Callbacks kOfflineCallbacks = {
     .debuginfo_path = nullptr,
 };
 
-// The local places, then debuginfod by the module's build-id. The module's
-// userdata is its encode's DebuginfodLookup (Module::Open sets it).
+// The local places, then debuginfod by build-id (the module's, or its alt
+// file's: debuginfod serves dwz files by theirs). The module's userdata is
+// its encode's DebuginfodLookup (Module::Open sets it).
 int OnlineFindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, GElf_Addr base,
                         const char* file_name, const char* debuglink_file,
                         GElf_Word debuglink_crc, char** debuginfo_file_name) {
   const int fd = LocalFindDebuginfo(mod, userdata, modname, base, file_name, debuglink_file,
                                     debuglink_crc, debuginfo_file_name);
   if (fd >= 0 || userdata == nullptr || *userdata == nullptr) return fd;
-  const unsigned char* id = nullptr;
-  GElf_Addr id_vaddr;
-  const int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
-  if (id_len <= 0) return -1;
+  bool alt = false;
+  const std::string id = WantedBuildId(mod, file_name, debuglink_file, debuglink_crc, &alt);
+  if (id.empty()) return -1;
   std::string path;
-  const int dfd = static_cast<DebuginfodLookup*>(*userdata)
-                      ->FindDebuginfo(id, static_cast<size_t>(id_len), &path);
+  const int dfd = static_cast<DebuginfodLookup*>(*userdata)->FindDebuginfo(
+      reinterpret_cast<const unsigned char*>(id.data()), id.size(), &path);
   if (dfd >= 0) *debuginfo_file_name = strdup(path.c_str());
   return dfd;
 }

@@ -112,10 +112,10 @@ class DebuginfodServer {
  public:
   ~DebuginfodServer() { Stop(); }
 
-  // Returns "" or why it could not be started; serving `build_id` ends the
-  // wait (the scan of dir has reached the file).
+  // Returns "" or why it could not be started; serving every one of
+  // `build_ids` ends the wait (the scan of dir has reached their files).
   std::string Start(const std::string& binary, const std::string& dir, const TempDir& tmp,
-                    const std::string& build_id) {
+                    const std::vector<std::string>& build_ids) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
       if (std::strncmp(*e, "DEBUGINFOD_", 11) != 0) env.emplace_back(*e);
@@ -152,12 +152,16 @@ class DebuginfodServer {
           pid_ = -1;
           break;  // exited (the port was taken?): try another
         }
-        if (HttpStatus(port_, "/buildid/" + build_id + "/debuginfo") == 200) return std::string();
+        if (std::all_of(build_ids.begin(), build_ids.end(), [&](const std::string& id) {
+              return HttpStatus(port_, "/buildid/" + id + "/debuginfo") == 200;
+            })) {
+          return std::string();
+        }
         usleep(100 * 1000);
       }
       if (pid_ < 0) continue;
       Stop();
-      return "debuginfod did not serve " + build_id + " within 30 s";
+      return "debuginfod did not serve the test's files within 30 s";
     }
     return "debuginfod exited at start three times";
   }
@@ -292,7 +296,7 @@ TEST_CASE("debuginfod: a stripped program is named from a local debuginfod serve
   const std::string cache = dir.File("cache");
 
   DebuginfodServer server;
-  const std::string err = server.Start(server_bin, GOTRACE_DBGD_SERVED, dir, id);
+  const std::string err = server.Start(server_bin, GOTRACE_DBGD_SERVED, dir, {id});
   REQUIRE(err.empty());
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
   ProcResult r = Encode(dir, log, dir.File("online.trace"), url, cache);
@@ -325,6 +329,75 @@ TEST_CASE("debuginfod: a stripped program is named from a local debuginfod serve
   const PprofResult o = SyncProfile(dir.File("offline.trace"));
   CHECK_FALSE(HasFrame(o, "symbols_wait", 0));
   CHECK(o.raw.find("stacks_dbgd+0x") != std::string::npos);
+}
+
+TEST_CASE("debuginfod: a debug file compressed with dwz gets its supplementary file by its "
+          "build-id, from the server or the local build-id tree (issue 14)",
+          "[debuginfod]") {
+  GT_REQUIRE_DEBUGINFOD(server_bin);
+#ifndef GOTRACE_DWZ_PROGRAM
+  WARN("SKIP: no dwz at configure time (Debian package dwz)");
+#else
+  const std::string program = GOTRACE_DWZ_PROGRAM;
+  const std::string served = GOTRACE_DWZ_SERVED;
+  const std::string id = BuildId(program);
+  const std::string alt_id = BuildId(served + "/stacks_dwz.alt.debug");
+  // The premise: the debug file has no symbol table and names a
+  // supplementary file that is not where it says; the names are there, not
+  // in the debug file (readelf cannot show them).
+  ProcResult sections = RunProcess({"readelf", "-S", "-W", served + "/stacks_dwz.debug"});
+  CHECK(sections.out.find(".gnu_debugaltlink") != std::string::npos);
+  CHECK(sections.out.find(".symtab") == std::string::npos);
+  ProcResult info = RunProcess({"readelf", "--debug-dump=info", served + "/stacks_dwz.debug"});
+  CHECK(LinesWith(info.out, "symbols_wait").empty());
+  CHECK(LinesWith(info.out, "alt indirect string").size() >= 1);
+
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("exit.trace"),
+           "GOTRACE_KEEP_LOG=1", "GOTRACE_SCHED=infer"};
+  o.unset_env = {"DEBUGINFOD_URLS"};
+  ProcResult run = RunProcess({program}, o);
+  REQUIRE(run.Exited(0));
+  const std::string log = dir.File("exit.trace.gtlog");
+
+  SECTION("from debuginfod") {
+    DebuginfodServer server;
+    REQUIRE(server.Start(server_bin, served, dir, {id, alt_id}).empty());
+    const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+    const std::string cache = dir.File("cache");
+    ProcResult r = Encode(dir, log, dir.File("dwz.trace"), url, cache);
+    INFO(r.Describe() << "\n" << r.err);
+    REQUIRE(r.Exited(0));
+    CHECK(LinesWith(r.err, "debuginfod").empty());
+    const PprofResult p = SyncProfile(dir.File("dwz.trace"));
+    INFO(p.raw);
+    CHECK(HasFrame(p, "symbols_wait", MarkerLine("symbols_wait")));
+    CHECK(HasFrame(p, "symbols_caller", MarkerLine("symbols_caller")));
+    CHECK(NonEmptyFile(cache + "/" + id + "/debuginfo"));
+    CHECK(NonEmptyFile(cache + "/" + alt_id + "/debuginfo"));
+  }
+  SECTION("from GOTRACE_DEBUG_ROOT/.build-id, offline") {
+    // Debian's and Fedora's layout: both files under .build-id.
+    const std::string root = dir.File("root");
+    for (const auto& [file, build_id] : {std::pair{served + "/stacks_dwz.debug", id},
+                                         std::pair{served + "/stacks_dwz.alt.debug", alt_id}}) {
+      const std::string sub = root + "/.build-id/" + build_id.substr(0, 2);
+      REQUIRE(RunProcess({"mkdir", "-p", sub}).Exited(0));
+      REQUIRE(RunProcess({"cp", file, sub + "/" + build_id.substr(2) + ".debug"}).Exited(0));
+    }
+    ProcOptions e;
+    e.env = {"GOTRACE_DEBUG_ROOT=" + root};
+    ProcResult r = RunProcess({kGotrace, "encode", "-q", "--offline", log, "-o",
+                               dir.File("local.trace")}, e);
+    INFO(r.Describe() << "\n" << r.err);
+    REQUIRE(r.Exited(0));
+    const PprofResult p = SyncProfile(dir.File("local.trace"));
+    INFO(p.raw);
+    CHECK(HasFrame(p, "symbols_wait", MarkerLine("symbols_wait")));
+    CHECK(HasFrame(p, "symbols_caller", MarkerLine("symbols_caller")));
+  }
+#endif
 }
 
 TEST_CASE("debuginfod: a dead server costs one line, not one per module, and the trace is "
