@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "encoder/ctl_client.h"
 #include "encoder/encode.h"
 #include "encoder/log_reader.h"
 #include "encoder/run.h"
@@ -27,7 +28,7 @@
 #include "encoder/report/run_index.h"
 #include "encoder/report/trace_reader.h"
 #include "encoder/varint.h"
-#include "encoder/ctl_client.h"
+#include "symbolizer/debuginfod.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
@@ -53,6 +54,10 @@ constexpr const char* kUsage =
     "      --check               check every emitted event against Go's parser rules\n"
     "      --no-symbols          name frames by address, do not read debug info\n"
     "      --offline             never ask a debuginfod server for debug info\n"
+    "      --debuginfod-timeout S\n"
+    "                            seconds for all debuginfod lookups (DEBUGINFOD_URLS) of\n"
+    "                            this encode; 0: none (default GOTRACE_DEBUGINFOD_TIMEOUT\n"
+    "                            or 10)\n"
     "      --fast-symbols        system libraries with separate debug files: names only\n"
     "  -q, --quiet               no summary line\n"
     "recover: encode the log of a process that crashed or was killed (encode --lenient):\n"
@@ -143,6 +148,10 @@ int CmdEncode(int argc, char** argv, bool recover) {
       symbols = false;
     } else if (a == "--offline") {
       dw.offline = true;
+    } else if (a == "--debuginfod-timeout") {
+      const char* v = value("--debuginfod-timeout");
+      if (!v || !ParseDebuginfodBudget(v, &dw.debuginfod_budget_s))
+        return Fail("--debuginfod-timeout wants a number of seconds"), 2;
     } else if (a == "--fast-symbols") {
       dw.system_dwarf = false;
     } else if (a == "-q" || a == "--quiet") {

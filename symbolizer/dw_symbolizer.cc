@@ -43,6 +43,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "symbolizer/debuginfod.h"
 #include "symbolizer/rust_demangle.h"
 
 namespace gotrace {
@@ -61,39 +62,20 @@ std::string DebugRoot() {
   return r;
 }
 
-// libdwfl's search path (dwfl_standard_find_debuginfo): its default with
-// DebugRoot() in place of /usr/lib/debug (null: the default). Set as each
-// module is made; a replaced string is left allocated, as a Dwfl may still
-// be reading it.
-char* g_debuginfo_path = nullptr;
-void InitDebuginfoPath() {
-  static std::mutex mu;
-  static std::string current = "/usr/lib/debug";
-  const std::string root = DebugRoot();
-  std::lock_guard<std::mutex> lock(mu);
-  if (root == current) return;
-  current = root;
-  g_debuginfo_path = strdup((":.debug:" + root).c_str());
-}
-
-const Dwfl_Callbacks kCallbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &g_debuginfo_path,
-};
-
 // Problem: dwfl_standard_find_debuginfo (and dwfl_build_id_find_elf) fall
 // back to debuginfod when local lookup fails: libdw then dlopens
 // libdebuginfod, which drags in curl, gnutls, libcrypto and Kerberos (about
 // 30 libraries, ~8 ms, their constructors) even when DEBUGINFOD_URLS is
-// unset, and with it set asks a server over the network. Inside a traced
-// process at exit neither is acceptable, so the offline symbolizer never
-// calls them: it looks only in the standard local places,
-// /usr/lib/debug/.build-id/xx/rest.debug, then the .gnu_debuglink name next
-// to the file, in its .debug/ directory and under /usr/lib/debug, and accepts
-// a candidate only if its build-id (or, without one, the debuglink CRC)
-// matches.
+// unset, and with it set asks a server over the network bounded only by
+// libdebuginfod's own limits (90 s without progress, per request). Inside a
+// traced process at exit neither is acceptable, and `gotrace encode` wants a
+// budget it can enforce, so the symbolizer never calls them: it looks only
+// in the standard local places, /usr/lib/debug/.build-id/xx/rest.debug, then
+// the .gnu_debuglink name next to the file, in its .debug/ directory and
+// under /usr/lib/debug, and accepts a candidate only if its build-id (or,
+// without one, the debuglink CRC) matches. Online (not offline, and
+// DEBUGINFOD_URLS set), a module found in none of them is then asked of
+// debuginfod by build-id, on the encode's budget (symbolizer/debuginfod.h).
 
 uint32_t Crc32Ieee(uint32_t crc, const unsigned char* p, size_t n) {
   static uint32_t table[256];
@@ -142,27 +124,84 @@ int LocalFindElf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char**, Elf**) {
   return -1;  // modules are reported with their path: nothing to find
 }
 
-int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const char* file_name,
-                       const char* debuglink_file, GElf_Word debuglink_crc,
-                       char** debuginfo_file_name) {
+// The build-id of the dwz supplementary file ("alt file": debug info that
+// several files share) that the ELF file at `path` names in its
+// .gnu_debugaltlink as `name`; empty if it names none or another.
+//
+// Problem: libdwfl asks the find_debuginfo callback for the alt file too,
+// passing the debug file as file_name, the alt file's name as
+// debuglink_file and a CRC of 0. Looked up by the module's build-id, that
+// question found the module's own debug file, which libdw then read as
+// the alt file: strings and DIEs at the alt file's offsets in the wrong
+// file. An alt file is looked up by its own build-id.
+std::string AltFileBuildId(const char* path, const char* name) {
+  std::string id;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return id;
+  elf_version(EV_CURRENT);
+  if (Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr); elf != nullptr) {
+    size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr;
+           scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+        const char* n = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (n == nullptr || std::strcmp(n, ".gnu_debugaltlink") != 0) continue;
+        // The file name, NUL, then the build-id bytes.
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (data == nullptr || data->d_buf == nullptr) break;
+        const char* b = static_cast<const char*>(data->d_buf);
+        const char* nul = static_cast<const char*>(std::memchr(b, '\0', data->d_size));
+        if (nul != nullptr && std::strcmp(b, name) == 0) id.assign(nul + 1, b + data->d_size);
+        break;
+      }
+    }
+    elf_end(elf);
+  }
+  close(fd);
+  return id;
+}
+
+// The build-id the debug file looked for must have: the alt file's for an
+// alt file question (see AltFileBuildId), else the module's; empty if
+// neither is known. *alt says which.
+std::string WantedBuildId(Dwfl_Module* mod, const char* file_name, const char* debuglink_file,
+                          GElf_Word debuglink_crc, bool* alt) {
+  *alt = false;
+  if (debuglink_crc == 0 && debuglink_file != nullptr && file_name != nullptr) {
+    std::string id = AltFileBuildId(file_name, debuglink_file);
+    if (!id.empty()) {
+      *alt = true;
+      return id;
+    }
+  }
   const unsigned char* id = nullptr;
   GElf_Addr id_vaddr;
   const int id_len = dwfl_module_build_id(mod, &id, &id_vaddr);
+  return id_len > 0 ? std::string(reinterpret_cast<const char*>(id), static_cast<size_t>(id_len))
+                    : std::string();
+}
+
+int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const char* file_name,
+                       const char* debuglink_file, GElf_Word debuglink_crc,
+                       char** debuginfo_file_name) {
+  bool alt = false;
   const std::string want_id =
-      id_len > 0 ? std::string(reinterpret_cast<const char*>(id), static_cast<size_t>(id_len))
-                 : std::string();
+      WantedBuildId(mod, file_name, debuglink_file, debuglink_crc, &alt);
   struct Candidate {
     std::string path;
     bool by_build_id;
   };
   std::vector<Candidate> candidates;
-  if (id_len > 1) {
+  if (want_id.size() > 1) {
     static const char kHex[] = "0123456789abcdef";
+    const auto* id = reinterpret_cast<const unsigned char*>(want_id.data());
     std::string p = DebugRoot() + "/.build-id/";
     p += kHex[id[0] >> 4];
     p += kHex[id[0] & 15];
     p += '/';
-    for (int i = 1; i < id_len; ++i) {
+    for (size_t i = 1; i < want_id.size(); ++i) {
       p += kHex[id[i] >> 4];
       p += kHex[id[i] & 15];
     }
@@ -173,9 +212,23 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const c
     std::string dir = file_name;
     const size_t slash = dir.rfind('/');
     dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
-    candidates.push_back({dir + "/" + debuglink_file, false});
-    candidates.push_back({dir + "/.debug/" + debuglink_file, false});
-    candidates.push_back({DebugRoot() + dir + "/" + debuglink_file, false});
+    if (alt) {
+      // dwz names the alt file by an absolute path, or one relative to
+      // the debug file's directory; under /usr/lib/debug when installed.
+      const std::string name = debuglink_file;
+      if (name[0] == '/') {
+        candidates.push_back({name, false});
+        static const std::string kDefaultRoot = "/usr/lib/debug/";
+        if (name.compare(0, kDefaultRoot.size(), kDefaultRoot) == 0)
+          candidates.push_back({DebugRoot() + name.substr(kDefaultRoot.size() - 1), false});
+      } else {
+        candidates.push_back({dir + "/" + name, false});
+      }
+    } else {
+      candidates.push_back({dir + "/" + debuglink_file, false});
+      candidates.push_back({dir + "/.debug/" + debuglink_file, false});
+      candidates.push_back({DebugRoot() + dir + "/" + debuglink_file, false});
+    }
   }
   for (const Candidate& c : candidates) {
     if (file_name != nullptr && c.path == file_name) continue;  // the module itself
@@ -196,6 +249,32 @@ int LocalFindDebuginfo(Dwfl_Module* mod, void**, const char*, GElf_Addr, const c
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = LocalFindElf,
     .find_debuginfo = LocalFindDebuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = nullptr,
+};
+
+// The local places, then debuginfod by build-id (the module's, or its alt
+// file's: debuginfod serves dwz files by theirs). The module's userdata is
+// its encode's DebuginfodLookup (Module::Open sets it).
+int OnlineFindDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, GElf_Addr base,
+                        const char* file_name, const char* debuglink_file,
+                        GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  const int fd = LocalFindDebuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                    debuglink_crc, debuginfo_file_name);
+  if (fd >= 0 || userdata == nullptr || *userdata == nullptr) return fd;
+  bool alt = false;
+  const std::string id = WantedBuildId(mod, file_name, debuglink_file, debuglink_crc, &alt);
+  if (id.empty()) return -1;
+  std::string path;
+  const int dfd = static_cast<DebuginfodLookup*>(*userdata)->FindDebuginfo(
+      reinterpret_cast<const unsigned char*>(id.data()), id.size(), &path);
+  if (dfd >= 0) *debuginfo_file_name = strdup(path.c_str());
+  return dfd;
+}
+
+const Dwfl_Callbacks kOnlineCallbacks = {
+    .find_elf = LocalFindElf,
+    .find_debuginfo = OnlineFindDebuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
@@ -748,9 +827,8 @@ class Module {
         base_(Basename(path_)),
         bias_(bias),
         options_(options),
-        callbacks_(options.offline ? &kOfflineCallbacks : &kCallbacks) {
-    InitDebuginfoPath();
-  }
+        callbacks_(options.debuginfod != nullptr && !options.offline ? &kOnlineCallbacks
+                                                                      : &kOfflineCallbacks) {}
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   ~Module() {
@@ -775,6 +853,11 @@ class Module {
     mod_ = dwfl_report_elf(dwfl_, base_.c_str(), path_.c_str(), -1, bias_, true);
     dwfl_report_end(dwfl_, nullptr, nullptr);
     if (mod_ == nullptr) return false;
+    if (callbacks_ == &kOnlineCallbacks) {
+      void** userdata = nullptr;
+      dwfl_module_info(mod_, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      if (userdata != nullptr) *userdata = options_.debuginfod.get();
+    }
     GElf_Addr elf_bias = 0;
     dwarf_ = ReadsDwarf(path_, dwfl_module_getelf(mod_, &elf_bias), options_);
     return true;
@@ -1020,8 +1103,20 @@ bool UsesDwarf(const std::string& path, const DwOptions& options) {
   return dwarf;
 }
 
+// The options with their debuginfod lookup made: one per call, so one budget
+// and one answer per build-id for everything made from the result.
+DwOptions WithDebuginfod(const DwOptions& options) {
+  DwOptions o = options;
+  if (o.offline) {
+    o.debuginfod = nullptr;
+  } else if (o.debuginfod == nullptr) {
+    o.debuginfod = DebuginfodLookup::Create(o.debuginfod_budget_s);
+  }
+  return o;
+}
+
 std::unique_ptr<Symbolizer> MakeDwSymbolizer(const DwOptions& options) {
-  return std::make_unique<DwSymbolizer>(options);
+  return std::make_unique<DwSymbolizer>(WithDebuginfod(options));
 }
 
 std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
@@ -1030,13 +1125,15 @@ std::unique_ptr<Symbolizer> MakeDwSymbolizer(bool offline) {
   return MakeDwSymbolizer(options);
 }
 
-SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& options) {
+SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& o) {
+  const DwOptions options = WithDebuginfod(o);
   return [options](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
-    return MakeDwSymbolizer(options);
+    return std::make_unique<DwSymbolizer>(options);
   };
 }
 
-SymbolizerFactory SharedSymbolizerFactory(const DwOptions& options) {
+SymbolizerFactory SharedSymbolizerFactory(const DwOptions& o) {
+  const DwOptions options = WithDebuginfod(o);
   auto pool = std::make_shared<ModulePool>(options);
   return [options, pool](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
     return std::make_unique<DwSymbolizer>(options, pool);

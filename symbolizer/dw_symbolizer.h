@@ -16,11 +16,22 @@
 
 namespace gotrace {
 
+class DebuginfodLookup;
+
 struct DwOptions {
   // Never ask a debuginfod server (DEBUGINFOD_URLS) for debug info, only
   // look in the standard local places; the preloaded library's exit-time
-  // encode uses this.
+  // encode and the launcher's run tail use this.
   bool offline = false;
+  // When not offline and DEBUGINFOD_URLS is set: a module whose debug info
+  // is in none of the local places is asked of its servers by build-id
+  // (symbolizer/debuginfod.h), all such lookups of one symbolizer factory
+  // (one encode) sharing this many seconds; 0 asks nothing. Negative:
+  // GOTRACE_DEBUGINFOD_TIMEOUT, else kDefaultDebuginfodBudget.
+  double debuginfod_budget_s = -1;
+  // The lookup to share (its budget, its answers per build-id); null: the
+  // factory (or MakeDwSymbolizer) makes one from the fields above.
+  std::shared_ptr<DebuginfodLookup> debuginfod;
   // Read the DWARF of system libraries (see IsSystemLibraryPath) that keep
   // it in a separate debug file (libc6-dbg, libstdc++6-*-dbg, ...). When
   // false such a module is symbolized from its symbol table only (the debug
