@@ -246,9 +246,13 @@ void WriteHeader() {
 }
 
 // A new log for this process image (start, fork child, failed exec).
-bool StartLog() {
-  g.start_ns = sys::MonotonicNs();
-  g.start_ticks = sys::Ticks();
+// `keep_start`: g.start_ns/start_ticks already hold when the image began (a
+// fork child's log starts at its first record, its process at the fork).
+bool StartLog(bool keep_start = false) {
+  if (!keep_start) {
+    g.start_ns = sys::MonotonicNs();
+    g.start_ticks = sys::Ticks();
+  }
   if (!OpenLog()) return false;
   ResetLogState();
   // The header has a page of its own; slots follow (log_format.h).
@@ -1001,8 +1005,18 @@ void AtExit() { Finalize(false); }
 
 // H12/H13: the child of a fork holds copies of the parent's buffers and its
 // log descriptor; it must never write them. With GOTRACE_FOLLOW (default),
-// it starts a log of its own; the flusher (a thread, lost in the fork) is
-// restarted lazily by the first spill.
+// it gets a log of its own, started at its first record (StartForkChildLog);
+// the flusher (a thread, lost in the fork) is restarted lazily by the first
+// spill.
+//
+// Problem (issue 18): a shell forks for every command, and the child
+// mostly execs at once, recording nothing. A log started here was created,
+// sized, mapped, given the module list and the thread's start, then found
+// empty at the exec and removed: about a tenth of a traced shell job's
+// time. Until its first record the child's phase is kShutdown (hooks pass
+// through, the heap is still counted, exit and exec finalize nothing) and
+// g.fork_log_pending is set; a child that execs or exits before recording
+// anything writes no file at all, as an empty one was removed before.
 void AtForkChild() {
   g_ending.store(false, std::memory_order_relaxed);  // the child's life begins
   // Module reads and unloads in progress in the parent's other threads
@@ -1029,10 +1043,12 @@ void AtForkChild() {
   g.app_threads.store(1, std::memory_order_relaxed);
   g_flusher_retired.store(false);
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
-  if (!DepotInit() || !StartLog()) return;
-  NoteKernelSchedLater();
-  RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
-                            log::kThreadMain | log::kThreadExisted);
+  // The process began now: its log's start, whenever the log is made.
+  g.start_ns = sys::MonotonicNs();
+  g.start_ticks = sys::Ticks();
+  g_kernel_tried.store(true);  // nothing to attach the kernel's records to yet
+  g.phase.store(Phase::kShutdown, std::memory_order_release);
+  g.fork_log_pending.store(true, std::memory_order_release);
 }
 
 // Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n") from the environment.
@@ -1147,6 +1163,34 @@ bool IsVforkChild() {
 }
 
 void BeforeExec() { Finalize(true); }
+
+uint32_t StartForkChildLog() {
+  // Not inside the tracer or another hook (a signal handler's hook while
+  // the thread is in one), and not from a vfork child of this process (it
+  // shares our memory: the log would be ours, made by another process).
+  if (t_state.depth != 0 || sys::GetPid() != g.pid) return 0;
+  if (!g.fork_log_pending.exchange(false, std::memory_order_acq_rel)) {
+    return g.bind.load(std::memory_order_acquire);  // another thread started it
+  }
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  // StartLog moves the phase to kReady; until then it stays kShutdown (a
+  // thread counting the heap meanwhile goes on counting).
+  if (!DepotInit() || !StartLog(/*keep_start=*/true)) {
+    g.phase.store(Phase::kDisabled, std::memory_order_release);
+    return 0;
+  }
+  NoteKernelSchedLater();
+  // The thread that forked is the child's first (its tid is the pid); a
+  // thread the child made before recording anything (its pthread_create
+  // would have started the log) is not.
+  if (sys::GetTid() == g.pid) {
+    RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
+                              log::kThreadMain | log::kThreadExisted);
+  }
+  MaybeStartFlusher();
+  return g.bind.load(std::memory_order_acquire);
+}
 
 void AfterFailedExec() {
   // The image lives on: trace it into a new log (its trace so far was
