@@ -97,7 +97,7 @@ GT_ALWAYS_INLINE F Real(F& slot) {
 namespace boot {
 
 constexpr size_t kBytes = size_t{256} << 10;
-alignas(4096) uint8_t g_mem[kBytes];
+GT_LARGE_BSS alignas(4096) uint8_t g_mem[kBytes];
 std::atomic<size_t> g_top{0};
 std::atomic<bool> g_warned{false};
 

@@ -56,6 +56,13 @@
 #include "unwind/code_map.h"
 #include "unwind/libunwind_unwind.h"
 
+#if defined(GOTRACE_LBSS_SYMBOL)
+// Defined by the linker: where .bss starts, and where the large tables after
+// it start (preload/large_bss.ld).
+extern "C" char __bss_start[] __attribute__((visibility("hidden")));
+extern "C" char gt_lbss_begin[] __attribute__((visibility("hidden")));
+#endif
+
 namespace gotrace {
 
 using namespace internal;
@@ -1070,6 +1077,20 @@ void ReadLineage() {
   }
 }
 
+// The small globals (.bss without the large tables: about 7 pages) are
+// written all over by start-up: the pool, the keys, the module map, the
+// resolved functions, the log state. One system call maps them in, instead
+// of a page fault each (issue 18: 15 to 20 us apiece here).
+void PopulateSmallGlobals() {
+#if defined(GOTRACE_LBSS_SYMBOL)
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(__bss_start) & ~uintptr_t{4095};
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(gt_lbss_begin) + 4095) & ~uintptr_t{4095};
+  // (A sanity bound: never more than the small globals are meant to be.)
+  if (hi > lo && hi - lo <= (64u << 10))
+    (void)sys::PopulateWrite(reinterpret_cast<void*>(lo), hi - lo);
+#endif
+}
+
 __attribute__((constructor(101))) void Init() {
   if (g.phase.load() != Phase::kUninit) return;
   TracerScope tracer;
@@ -1087,6 +1108,7 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
+  PopulateSmallGlobals();
   sys::InitClock();
   g.pid = sys::GetPid();
   ReadLineage();

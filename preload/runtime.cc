@@ -67,7 +67,7 @@ size_t g_rec_bytes = 0;   // a thread record, page-rounded
 size_t g_pool_stride = 0;
 std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
-std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
+GT_LARGE_BSS std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 
 uint8_t* PoolBase() { return g_region + 2 * size_t{g.slot_bytes}; }
 ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(PoolBase() + size_t{i} * g_pool_stride); }
@@ -243,6 +243,9 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
       const long m = sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
                                MAP_SHARED | MAP_FIXED, fd, static_cast<long>(at));
       ok = m == reinterpret_cast<long>(s->window);
+      // The chunk header and first records go there at once (OpenInPlace):
+      // map it in now rather than by a page fault.
+      if (ok) (void)sys::PopulateWrite(s->window, 4096);
       if (ok) {
         s->log_gen = g.log_gen;
       } else {
@@ -426,7 +429,7 @@ struct Module {
   std::atomic<bool> walked{false};  // its code was in a captured stack
 };
 constexpr size_t kMaxModules = 4096;
-constinit Module g_modules[kMaxModules];
+GT_LARGE_BSS constinit Module g_modules[kMaxModules];
 std::atomic<size_t> g_nmodules{0};
 // A captured stack held a PC outside every known module (a library loaded
 // and not yet recorded): its unload must make libunwind forget too.

@@ -16,7 +16,7 @@ namespace gotrace::unwind {
 namespace {
 
 // G7: in .bss (every member is zero-initialised), never destroyed.
-constinit CodeMap g_code_map;
+GT_LARGE_BSS constinit CodeMap g_code_map;
 
 // Whether this thread is inside a module read: a dlclose from a signal
 // handler that interrupted it must not wait for itself.
