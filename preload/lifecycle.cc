@@ -1077,6 +1077,46 @@ void ReadLineage() {
   }
 }
 
+// The CPUs the kernel may ever bring online: sysconf(_SC_NPROCESSORS_CONF)'s
+// answer, read as glibc does (/sys/devices/system/cpu/possible: "0-3,8-11")
+// with raw system calls. Problem (issue 18): sysconf and its number parsing
+// were three page faults of libc's code in every process; this is none.
+// glibc's own answer if the file cannot be read or parsed.
+uint32_t ConfiguredCpus() {
+  char buf[256];
+  long n = -1;
+  const long fd = sys::OpenAt(-100, "/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC, 0);
+  if (fd >= 0) {
+    n = sys::Read(static_cast<int>(fd), buf, sizeof buf - 1);
+    sys::Close(static_cast<int>(fd));
+  }
+  uint64_t count = 0;
+  bool ok = n > 0;
+  if (ok) {
+    buf[n] = '\0';
+    // Ranges "a-b" or single CPUs "a", separated by commas.
+    for (const char* p = buf; ok && *p != '\0' && *p != '\n';) {
+      uint64_t a = 0, b = 0;
+      if (*p < '0' || *p > '9') ok = false;
+      while (*p >= '0' && *p <= '9') a = a * 10 + static_cast<uint64_t>(*p++ - '0');
+      b = a;
+      if (ok && *p == '-') {
+        ++p;
+        if (*p < '0' || *p > '9') ok = false;
+        b = 0;
+        while (*p >= '0' && *p <= '9') b = b * 10 + static_cast<uint64_t>(*p++ - '0');
+      }
+      if (b < a || b > 1u << 20) ok = false;
+      if (ok) count += b - a + 1;
+      if (*p == ',') ++p;
+      else if (*p != '\0' && *p != '\n') ok = false;
+    }
+  }
+  if (ok && count > 0) return static_cast<uint32_t>(count);
+  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
+  return nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
+}
+
 // The small globals (.bss without the large tables: about 7 pages) are
 // written all over by start-up: the pool, the keys, the module map, the
 // resolved functions, the log state. One system call maps them in, instead
@@ -1112,8 +1152,7 @@ __attribute__((constructor(101))) void Init() {
   sys::InitClock();
   g.pid = sys::GetPid();
   ReadLineage();
-  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
-  g.ncpus = nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
+  g.ncpus = ConfiguredCpus();
   if (sys::Getcwd(g.cwd, sizeof g.cwd) < 0) g.cwd[0] = '\0';
   const char* missing = nullptr;
   if (!real::ResolveAll(&missing)) {

@@ -114,6 +114,9 @@ ThreadRec* AllocRec() {
     g_pool_used.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
+  // A fresh record: its pages are written at once; mapped in by one system
+  // call rather than a page fault each (sys::PopulateWrite).
+  (void)sys::PopulateWrite(Slot(i), g_rec_bytes);
   ThreadRec* r = new (Slot(i)) ThreadRec;  // default-init: see ThreadRec::stack_cache
   r->index = i;
   r->s.window = reinterpret_cast<uint8_t*>(r) + g_rec_bytes;
