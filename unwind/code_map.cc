@@ -254,8 +254,10 @@ void CodeMap::UnloadBegin() {
 }
 
 void CodeMap::AfterFork() {
-  readers_.store(0, std::memory_order_relaxed);
-  unloading_.store(0, std::memory_order_relaxed);
+  // Written only if not already zero: a store would copy the page in every
+  // fork child (a shell's), for nothing in the usual case.
+  if (readers_.load(std::memory_order_relaxed) != 0) readers_.store(0, std::memory_order_relaxed);
+  if (unloading_.load(std::memory_order_relaxed) != 0) unloading_.store(0, std::memory_order_relaxed);
 }
 
 void CodeMap::UnloadEnd() {

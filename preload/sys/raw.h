@@ -106,6 +106,12 @@ inline long PopulateWrite(void* addr, size_t len) {
   return Syscall6(SYS_madvise, reinterpret_cast<long>(addr), static_cast<long>(len),
                   kMadvPopulateWrite);
 }
+// The same for reading (MADV_POPULATE_READ): code about to run.
+inline long PopulateRead(void* addr, size_t len) {
+  constexpr long kMadvPopulateRead = 22;
+  return Syscall6(SYS_madvise, reinterpret_cast<long>(addr), static_cast<long>(len),
+                  kMadvPopulateRead);
+}
 inline long Readlink(const char* path, char* buf, size_t n) {
   return Syscall6(SYS_readlinkat, -100, reinterpret_cast<long>(path), reinterpret_cast<long>(buf),
                   static_cast<long>(n));
