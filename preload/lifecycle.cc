@@ -270,10 +270,13 @@ void WriteHeader() {
 }
 
 // A new log for this process image (start, fork child, failed exec).
-// `keep_start`: g.start_ns/start_ticks already hold when the image began (a
-// fork child's log starts at its first record, its process at the fork).
-bool StartLog(bool keep_start = false) {
-  if (!keep_start) {
+// `fork_child`: g.start_ns/start_ticks already hold when the image began (a
+// fork child's log starts at its first record, its process at the fork),
+// and the unwinder's code map, built by the parent, holds: rebuilt only if
+// something was loaded or unloaded since (its pages are the parent's until
+// written: a rebuild copied three to five of them, a fault each).
+bool StartLog(bool fork_child = false) {
+  if (!fork_child) {
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
   }
@@ -286,7 +289,7 @@ bool StartLog(bool keep_start = false) {
   ProcInit(g.start_ticks);
   ModulesReset();
   g.bind.store((g.log_gen << 1) | 1, std::memory_order_release);
-  RescanModules(false);
+  RescanModules(false, /*force_code_map=*/!fork_child);
   return true;
 }
 
@@ -1250,7 +1253,7 @@ uint32_t StartForkChildLog() {
   ErrnoGuard errno_guard;
   // StartLog moves the phase to kReady; until then it stays kShutdown (a
   // thread counting the heap meanwhile goes on counting).
-  if (!DepotInit() || !StartLog(/*keep_start=*/true)) {
+  if (!DepotInit() || !StartLog(/*fork_child=*/true)) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
     return 0;
   }

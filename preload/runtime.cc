@@ -522,12 +522,12 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
 }
 
 // `only_if_changed`: return at once when the loader's counters show no change.
-void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush) {
+void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush, bool force_code_map) {
   g_rescan_final = final_flush;
   // The unwinder's map of executable code (it keeps its own loader
   // counters, so it is brought up to date even when this scan is not).
   if (g.config.unwind != UnwindMode::kNone && !final_flush)
-    unwind::ProcessCode().Update(!only_if_changed);
+    unwind::ProcessCode().Update(!only_if_changed && force_code_map);
   const size_t known = g_nmodules.load(std::memory_order_relaxed);
   for (size_t i = 0; i < known; ++i) g_modules[i].seen = false;
   ScanState scan{only_if_changed};
@@ -1121,11 +1121,11 @@ int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real) {
 // ---------------------------------------------------------------------------
 // Lifecycle
 
-void RescanModules(bool after_unload) {
+void RescanModules(bool after_unload, bool force_code_map) {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   TracerScope tracer;
   ProcLock lock;
-  RescanLocked(after_unload, false, false);
+  RescanLocked(after_unload, false, false, force_code_map);
 }
 
 void Disable(const char* why) {

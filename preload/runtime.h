@@ -411,7 +411,7 @@ void RecordChildExit(const HookScope& s, long pid, int status);
 // Called by the pthread key destructor on the thread's last TSD round.
 void FinishCurrentThread();
 // Re-reads the module list (after dlopen / dlclose).
-void RescanModules(bool after_unload);
+void RescanModules(bool after_unload, bool force_code_map = true);
 
 // The loaded object (executable or library) whose segments hold addr: its
 // load bias and path ("" for the executable). False if none does. Walks the
