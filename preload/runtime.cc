@@ -432,7 +432,7 @@ struct Module {
   std::atomic<bool> walked{false};  // its code was in a captured stack
 };
 constexpr size_t kMaxModules = 4096;
-GT_LARGE_BSS constinit Module g_modules[kMaxModules];
+GT_LARGE_BSS alignas(4096) constinit Module g_modules[kMaxModules];
 std::atomic<size_t> g_nmodules{0};
 // A captured stack held a PC outside every known module (a library loaded
 // and not yet recorded): its unload must make libunwind forget too.
@@ -441,6 +441,9 @@ unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 bool g_rescan_final = false;  // the rescan in progress is the exit path's
 
 void ModulesReset() {
+  // The table's first page is written at once (a log's module list):
+  // mapped in by one system call rather than a fault (sys::PopulateWrite).
+  (void)sys::PopulateWrite(g_modules, 4096);
   g_nmodules.store(0, std::memory_order_release);
   g_seen_adds = g_seen_subs = ~0ull;
 }
