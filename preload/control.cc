@@ -239,6 +239,7 @@ void ControlStop() {
 }
 
 void ControlAfterFork() {
+  if (!g.config.control) return;  // (nothing to touch: no copy-on-write faults)
   g_tid.store(0, std::memory_order_relaxed);
   g_closed.store(true, std::memory_order_relaxed);
   const int s = __atomic_exchange_n(&g.control_fd, -1, __ATOMIC_ACQ_REL);

@@ -10,7 +10,7 @@
 
 namespace gotrace::fdclass {
 
-std::atomic<uint8_t> g_table[kTableSize];
+GT_LARGE_BSS std::atomic<uint8_t> g_table[kTableSize];
 
 log::FdClass ClassifySlow(int fd) {
   if (fd < 0) return log::FdClass::kUnknown;

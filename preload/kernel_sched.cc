@@ -41,14 +41,14 @@ struct Ring {
   perf_event_mmap_page* meta() const { return reinterpret_cast<perf_event_mmap_page*>(base); }
 };
 
-constinit Ring g_rings[kMaxCpus] = {};
+GT_LARGE_BSS constinit Ring g_rings[kMaxCpus] = {};
 int g_nrings = 0;
 std::atomic<bool> g_active{false};
 std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
 std::atomic<uint64_t> g_lost{0};
 int g_pid = 0;
 // Room for one record that wraps around the end of its ring.
-alignas(8) uint8_t g_scratch[65536 + 64];
+GT_LARGE_BSS alignas(8) uint8_t g_scratch[65536 + 64];
 
 long PerfEventOpen(perf_event_attr* attr, int pid, int cpu, int group, unsigned long flags) {
   return sys::Syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), pid, cpu, group,

@@ -58,6 +58,13 @@
 #include "unwind/code_map.h"
 #include "unwind/libunwind_unwind.h"
 
+#if defined(GOTRACE_LBSS_SYMBOL)
+// Defined by the linker: where .bss starts, and where the large tables after
+// it start (preload/large_bss.ld).
+extern "C" char __bss_start[] __attribute__((visibility("hidden")));
+extern "C" char gt_lbss_begin[] __attribute__((visibility("hidden")));
+#endif
+
 namespace gotrace {
 
 using namespace internal;
@@ -183,6 +190,23 @@ void AwaitWindowOp() {
 pthread_key_t g_live_key;  // set (to 1) in every counted thread; see AppThreadStarted
 bool g_live_key_ok = false;
 
+// The small globals (.data and .bss without the large tables: about 9
+// pages) are written all over by start-up: the pool, the keys, the module
+// map, the resolved functions, the log state; and again by a fork child
+// (each page a copy-on-write fault there). One system call maps them in,
+// instead of a page fault each (issue 18: 15 to 20 us apiece here).
+void PopulateSmallGlobals() {
+#if defined(GOTRACE_LBSS_SYMBOL)
+  // g is .data's largest object, at its start.
+  const uintptr_t lo = std::min(reinterpret_cast<uintptr_t>(&g), reinterpret_cast<uintptr_t>(__bss_start)) &
+                       ~uintptr_t{4095};
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(gt_lbss_begin) + 4095) & ~uintptr_t{4095};
+  // (A sanity bound: never more than the small globals are meant to be.)
+  if (hi > lo && hi - lo <= (64u << 10))
+    (void)sys::PopulateWrite(reinterpret_cast<void*>(lo), hi - lo);
+#endif
+}
+
 bool TemplateHasPid() {
   for (const char* p = g.config.out_template; p[0] != '\0'; ++p) {
     if (p[0] == '%' && p[1] == 'p') return true;
@@ -268,11 +292,18 @@ void WriteHeader() {
 }
 
 // A new log for this process image (start, fork child, failed exec, trace
-// window). `before_bind` runs once the log is open, before any thread can
+// window). `fork_child`: g.start_ns/start_ticks already hold when the image
+// began (a fork child's log starts at its first record, its process at the
+// fork), and the unwinder's code map, built by the parent, holds: rebuilt
+// only if something was loaded or unloaded since (its pages are the
+// parent's until written: a rebuild copied three to five of them, a fault
+// each). `before_bind` runs once the log is open, before any thread can
 // record into it.
-bool StartLog(void (*before_bind)() = nullptr) {
-  g.start_ns = sys::MonotonicNs();
-  g.start_ticks = sys::Ticks();
+bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
+  if (!fork_child) {
+    g.start_ns = sys::MonotonicNs();
+    g.start_ticks = sys::Ticks();
+  }
   if (!OpenLog()) return false;
   ResetLogState();
   // The header has a page of its own; slots follow (log_format.h).
@@ -283,7 +314,7 @@ bool StartLog(void (*before_bind)() = nullptr) {
   ModulesReset();
   if (before_bind != nullptr) before_bind();
   g.bind.store((g.log_gen << 1) | 1, std::memory_order_release);
-  RescanModules(false);
+  RescanModules(false, /*force_code_map=*/!fork_child);
   return true;
 }
 
@@ -944,7 +975,7 @@ bool WindowStart(sys::Line* reply) {
   TracerScope tracer;
   ErrnoGuard errno_guard;
   ++g.window;
-  if (!StartLog(WriteStandIns)) {
+  if (!StartLog(false, WriteStandIns)) {
     g.phase.store(Phase::kPaused, std::memory_order_release);
     reply->Str("error: cannot start the window's event log (see the program's stderr)");
     return false;
@@ -1308,9 +1339,29 @@ void AtExit() { Finalize(false); }
 
 // H12/H13: the child of a fork holds copies of the parent's buffers and its
 // log descriptor; it must never write them. With GOTRACE_FOLLOW (default),
-// it starts a log of its own; the flusher (a thread, lost in the fork) is
-// restarted lazily by the first spill.
+// it gets a log of its own, started at its first record (StartForkChildLog);
+// the flusher (a thread, lost in the fork) is restarted lazily by the first
+// spill.
+//
+// Problem (issue 18): a shell forks for every command, and the child
+// mostly execs at once, recording nothing. A log started here was created,
+// sized, mapped, given the module list and the thread's start, then found
+// empty at the exec and removed: about a tenth of a traced shell job's
+// time. Until its first record the child's phase is kShutdown (hooks pass
+// through, the heap is still counted, exit and exec finalize nothing) and
+// g.fork_log_pending is set; a child that execs or exits before recording
+// anything writes no file at all, as an empty one was removed before.
 void AtForkChild() {
+  if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+    // A fork shares the parent's pages: each of ours that the child writes
+    // is a copy-on-write fault, and each stretch of our code it runs (file
+    // pages: not carried over by fork) a fault too. A shell's child runs
+    // this, some hooks and the exec's: two system calls map all of it in.
+    PopulateSmallGlobals();
+    if (g.self_hi > g.self_lo)
+      (void)sys::PopulateRead(reinterpret_cast<void*>(g.self_lo & ~uintptr_t{4095}),
+                              g.self_hi - (g.self_lo & ~uintptr_t{4095}));
+  }
   g_ending.store(false, std::memory_order_relaxed);  // the child's life begins
   // Module reads and unloads in progress in the parent's other threads
   // ended with the fork: none holds the child's dlclose back.
@@ -1319,7 +1370,7 @@ void AtForkChild() {
   // a child of a paused process stays untraced, a window's child traces its
   // whole life into a trace of its own (not a window).
   ControlAfterFork();
-  g.window = 0;
+  if (g.window != 0) g.window = 0;
   if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
     return;
@@ -1345,10 +1396,12 @@ void AtForkChild() {
   g.app_threads.store(1, std::memory_order_relaxed);
   g_flusher_retired.store(false);
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
-  if (!DepotInit() || !StartLog()) return;
-  NoteKernelSchedLater();
-  RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
-                            log::kThreadMain | log::kThreadExisted);
+  // The process began now: its log's start, whenever the log is made.
+  g.start_ns = sys::MonotonicNs();
+  g.start_ticks = sys::Ticks();
+  g_kernel_tried.store(true);  // nothing to attach the kernel's records to yet
+  g.phase.store(Phase::kShutdown, std::memory_order_release);
+  g.fork_log_pending.store(true, std::memory_order_release);
 }
 
 // Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n") from the environment.
@@ -1370,6 +1423,46 @@ void ReadLineage() {
   }
 }
 
+// The CPUs the kernel may ever bring online: sysconf(_SC_NPROCESSORS_CONF)'s
+// answer, read as glibc does (/sys/devices/system/cpu/possible: "0-3,8-11")
+// with raw system calls. Problem (issue 18): sysconf and its number parsing
+// were three page faults of libc's code in every process; this is none.
+// glibc's own answer if the file cannot be read or parsed.
+uint32_t ConfiguredCpus() {
+  char buf[256];
+  long n = -1;
+  const long fd = sys::OpenAt(-100, "/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC, 0);
+  if (fd >= 0) {
+    n = sys::Read(static_cast<int>(fd), buf, sizeof buf - 1);
+    sys::Close(static_cast<int>(fd));
+  }
+  uint64_t count = 0;
+  bool ok = n > 0;
+  if (ok) {
+    buf[n] = '\0';
+    // Ranges "a-b" or single CPUs "a", separated by commas.
+    for (const char* p = buf; ok && *p != '\0' && *p != '\n';) {
+      uint64_t a = 0, b = 0;
+      if (*p < '0' || *p > '9') ok = false;
+      while (*p >= '0' && *p <= '9') a = a * 10 + static_cast<uint64_t>(*p++ - '0');
+      b = a;
+      if (ok && *p == '-') {
+        ++p;
+        if (*p < '0' || *p > '9') ok = false;
+        b = 0;
+        while (*p >= '0' && *p <= '9') b = b * 10 + static_cast<uint64_t>(*p++ - '0');
+      }
+      if (b < a || b > 1u << 20) ok = false;
+      if (ok) count += b - a + 1;
+      if (*p == ',') ++p;
+      else if (*p != '\0' && *p != '\n') ok = false;
+    }
+  }
+  if (ok && count > 0) return static_cast<uint32_t>(count);
+  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
+  return nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
+}
+
 __attribute__((constructor(101))) void Init() {
   if (g.phase.load() != Phase::kUninit) return;
   TracerScope tracer;
@@ -1387,11 +1480,11 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
+  PopulateSmallGlobals();
   sys::InitClock();
   g.pid = sys::GetPid();
   ReadLineage();
-  const long nconf = sysconf(_SC_NPROCESSORS_CONF);
-  g.ncpus = nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
+  g.ncpus = ConfiguredCpus();
   if (sys::Getcwd(g.cwd, sizeof g.cwd) < 0) g.cwd[0] = '\0';
   const char* missing = nullptr;
   if (!real::ResolveAll(&missing)) {
@@ -1473,6 +1566,34 @@ bool IsVforkChild() {
 }
 
 void BeforeExec() { Finalize(true); }
+
+uint32_t StartForkChildLog() {
+  // Not inside the tracer or another hook (a signal handler's hook while
+  // the thread is in one), and not from a vfork child of this process (it
+  // shares our memory: the log would be ours, made by another process).
+  if (t_state.depth != 0 || sys::GetPid() != g.pid) return 0;
+  if (!g.fork_log_pending.exchange(false, std::memory_order_acq_rel)) {
+    return g.bind.load(std::memory_order_acquire);  // another thread started it
+  }
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  // StartLog moves the phase to kReady; until then it stays kShutdown (a
+  // thread counting the heap meanwhile goes on counting).
+  if (!DepotInit() || !StartLog(/*fork_child=*/true)) {
+    g.phase.store(Phase::kDisabled, std::memory_order_release);
+    return 0;
+  }
+  NoteKernelSchedLater();
+  // The thread that forked is the child's first (its tid is the pid); a
+  // thread the child made before recording anything (its pthread_create
+  // would have started the log) is not.
+  if (sys::GetTid() == g.pid) {
+    RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
+                              log::kThreadMain | log::kThreadExisted);
+  }
+  MaybeStartFlusher();
+  return g.bind.load(std::memory_order_acquire);
+}
 
 void AfterFailedExec() {
   // The image lives on: trace it into a new log (its trace so far was

@@ -68,7 +68,7 @@ size_t g_rec_bytes = 0;   // a thread record, page-rounded
 size_t g_pool_stride = 0;
 std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
-std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
+GT_LARGE_BSS std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 
 uint8_t* PoolBase() { return g_region + 2 * size_t{g.slot_bytes}; }
 ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(PoolBase() + size_t{i} * g_pool_stride); }
@@ -115,6 +115,9 @@ ThreadRec* AllocRec() {
     g_pool_used.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
+  // A fresh record: its pages are written at once; mapped in by one system
+  // call rather than a page fault each (sys::PopulateWrite).
+  (void)sys::PopulateWrite(Slot(i), g_rec_bytes);
   ThreadRec* r = new (Slot(i)) ThreadRec;  // default-init: see ThreadRec::stack_cache
   r->index = i;
   r->s.window = reinterpret_cast<uint8_t*>(r) + g_rec_bytes;
@@ -244,6 +247,9 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
       const long m = sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
                                MAP_SHARED | MAP_FIXED, fd, static_cast<long>(at));
       ok = m == reinterpret_cast<long>(s->window);
+      // The chunk header and first records go there at once (OpenInPlace):
+      // map it in now rather than by a page fault.
+      if (ok) (void)sys::PopulateWrite(s->window, 4096);
       if (ok) {
         s->log_gen = g.log_gen;
       } else {
@@ -427,7 +433,7 @@ struct Module {
   std::atomic<bool> walked{false};  // its code was in a captured stack
 };
 constexpr size_t kMaxModules = 4096;
-constinit Module g_modules[kMaxModules];
+GT_LARGE_BSS alignas(4096) constinit Module g_modules[kMaxModules];
 std::atomic<size_t> g_nmodules{0};
 // A captured stack held a PC outside every known module (a library loaded
 // and not yet recorded): its unload must make libunwind forget too.
@@ -436,6 +442,9 @@ unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 bool g_rescan_final = false;  // the rescan in progress is the exit path's
 
 void ModulesReset() {
+  // The table's first page is written at once (a log's module list):
+  // mapped in by one system call rather than a fault (sys::PopulateWrite).
+  (void)sys::PopulateWrite(g_modules, 4096);
   g_nmodules.store(0, std::memory_order_release);
   g_seen_adds = g_seen_subs = ~0ull;
 }
@@ -517,12 +526,12 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
 }
 
 // `only_if_changed`: return at once when the loader's counters show no change.
-void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush) {
+void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush, bool force_code_map) {
   g_rescan_final = final_flush;
   // The unwinder's map of executable code (it keeps its own loader
   // counters, so it is brought up to date even when this scan is not).
   if (g.config.unwind != UnwindMode::kNone && !final_flush)
-    unwind::ProcessCode().Update(!only_if_changed);
+    unwind::ProcessCode().Update(!only_if_changed && force_code_map);
   const size_t known = g_nmodules.load(std::memory_order_relaxed);
   for (size_t i = 0; i < known; ++i) g_modules[i].seen = false;
   ScanState scan{only_if_changed};
@@ -1322,11 +1331,11 @@ int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name) 
   return rc;
 }
 
-void RescanModules(bool after_unload) {
+void RescanModules(bool after_unload, bool force_code_map) {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   TracerScope tracer;
   ProcLock lock;
-  RescanLocked(after_unload, false, false);
+  RescanLocked(after_unload, false, false, force_code_map);
 }
 
 void Disable(const char* why) {

@@ -167,6 +167,9 @@ struct Globals {
   char** argv = nullptr;
   // Trace windows opened so far (issue 16): window n writes OUT.w<n>.
   uint32_t window = 0;
+  // A fork child whose log is not started yet (lifecycle.cc, AtForkChild):
+  // its first recording hook starts it (StartForkChildLog).
+  std::atomic<bool> fork_log_pending{false};
   // How this image ends (kExitStatus), known before the final flush:
   // wait(2)-style status | kExitKnown; 0 while unknown.
   std::atomic<uint64_t> exit_status{0};
@@ -187,6 +190,9 @@ constexpr uint32_t kTracerDepth = 1u << 16;
 GT_ALWAYS_INLINE bool InTracer() { return t_state.depth >= kTracerDepth; }
 
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
+// A fork child's log, started at its first recording hook rather than at
+// the fork (lifecycle.cc): returns the new g.bind, or 0 (nothing to record).
+GT_NOINLINE uint32_t StartForkChildLog();
 
 // A thread whose records still go to an earlier log than the current one
 // (a trace window opened while it waited): its stream moves to the current
@@ -232,8 +238,14 @@ GT_ALWAYS_INLINE bool OnOwnThread(ThreadRec* r, uintptr_t frame) {
 class HookScope {
  public:
   GT_ALWAYS_INLINE explicit HookScope(uint32_t group) {
-    const uint32_t bind = g.bind.load(std::memory_order_relaxed);
-    if (GT_UNLIKELY((g.events & group) == 0) || bind == 0) return;
+    uint32_t bind = g.bind.load(std::memory_order_relaxed);
+    if (GT_UNLIKELY((g.events & group) == 0)) return;
+    if (GT_UNLIKELY(bind == 0)) {
+      // Not recording; or a fork child that has not recorded yet.
+      if (GT_LIKELY(!g.fork_log_pending.load(std::memory_order_relaxed))) return;
+      bind = StartForkChildLog();
+      if (bind == 0) return;
+    }
     const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     // Before anything is written to the thread-local state: a raw clone()
     // child shares it with the thread that made it (H15).
@@ -431,7 +443,7 @@ void RecordChildExit(const HookScope& s, long pid, int status);
 // Called by the pthread key destructor on the thread's last TSD round.
 void FinishCurrentThread();
 // Re-reads the module list (after dlopen / dlclose).
-void RescanModules(bool after_unload);
+void RescanModules(bool after_unload, bool force_code_map = true);
 
 // The loaded object (executable or library) whose segments hold addr: its
 // load bias and path ("" for the executable). False if none does. Walks the

@@ -73,7 +73,10 @@ void ProcFlush(bool final_flush);      // under ProcLock: seal, continue in a ne
 void ProcEnd();                        // under ProcLock: seal (the log's last chunk)
 void ProcReserve(size_t n, bool final_flush);
 // Rescans loaded objects, recording loads and unloads (under ProcLock).
-void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush);
+// `force_code_map`: rebuild the unwinder's code map even if the loader's
+// counters did not move (false: a fork child's, the same as its parent's).
+void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush,
+                  bool force_code_map = true);
 void ModulesReset();                   // forget every known module (new log)
 
 // Interns a stack in the process's stack depot (lock-free); 0 if full.

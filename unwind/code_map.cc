@@ -16,7 +16,7 @@ namespace gotrace::unwind {
 namespace {
 
 // G7: in .bss (every member is zero-initialised), never destroyed.
-constinit CodeMap g_code_map;
+GT_LARGE_BSS constinit CodeMap g_code_map;
 
 // Whether this thread is inside a module read: a dlclose from a signal
 // handler that interrupted it must not wait for itself.
@@ -254,8 +254,10 @@ void CodeMap::UnloadBegin() {
 }
 
 void CodeMap::AfterFork() {
-  readers_.store(0, std::memory_order_relaxed);
-  unloading_.store(0, std::memory_order_relaxed);
+  // Written only if not already zero: a store would copy the page in every
+  // fork child (a shell's), for nothing in the usual case.
+  if (readers_.load(std::memory_order_relaxed) != 0) readers_.store(0, std::memory_order_relaxed);
+  if (unloading_.load(std::memory_order_relaxed) != 0) unloading_.store(0, std::memory_order_relaxed);
 }
 
 void CodeMap::UnloadEnd() {

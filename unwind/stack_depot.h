@@ -50,9 +50,27 @@ class StackDepot {
   };
   static_assert(sizeof(Slot) == 32);
 
+  // The result of looking at one slot for a stack (Intern's probe loop).
+  enum class Probe { kFound, kInserted, kFull, kNext };
+  Probe Try(Slot& s, uint64_t h, const uint64_t* pcs, size_t n, uint32_t epoch, uint32_t log_gen,
+            uint32_t* id, bool* fresh);
+
+  // Problem (issue 18): hashed over the whole table, a short process's few
+  // stacks each landed on a page of their own (a read fault, then a write
+  // fault, 13 to 20 us each on the VMs measured). The first probes go to
+  // the table's first page (128 slots, mapped in at Init), the rest as
+  // before, in the rest of the table (the front page, full once a process
+  // has a hundred stacks, would otherwise crowd the probes that start in
+  // it): a process with a few dozen stacks touches one page. Tables of
+  // fewer than four pages have no front.
+  static constexpr size_t kFrontSlots = 4096 / sizeof(Slot);
+  static constexpr size_t kFrontProbes = 8;
+
   Slot* slots_ = nullptr;
+  size_t nslots_ = 0;
   std::atomic<uint32_t>* by_id_ = nullptr;  // id -> slot index + 1 (0: not yet published)
-  size_t mask_ = 0;
+  size_t front_ = 0;  // slots in the front page (0 or kFrontSlots)
+  size_t rest_ = 0;   // slots after it
   uint64_t* arena_ = nullptr;
   size_t arena_words_ = 0;
   std::atomic<size_t> arena_used_{0};

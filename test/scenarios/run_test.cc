@@ -126,6 +126,34 @@ TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only fo
   CHECK(sleeps == 2);
 }
 
+TEST_CASE("a fork child's log starts at its first record, its process at the fork", "[run]") {
+  TempDir dir;
+  // The subshell computes for 100 ms without an interposed call (bash
+  // arithmetic on $EPOCHREALTIME, read through the vDSO), then opens a file:
+  // its first record, which starts its log (AtForkChild leaves it pending).
+  // Its time in the index must still run from the fork: at least the loop.
+  const std::string script =
+      "( s=$EPOCHREALTIME; while (( ${EPOCHREALTIME/./} - ${s/./} < 100000 )); do :; done; "
+      "echo x > f.txt ); /bin/true";
+  const ProcResult r = Wrap({"-q", "-o", dir.File("f.trace"), "--", "/bin/bash", "-c", script}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("f.trace.index.json"));
+  INFO(index);
+  // bash, its subshell, and bash's last command exec'd in place.
+  REQUIRE(Occurrences(index, "\"pid\": ") == 3);
+  // The subshell never exec'd: no command line of its own.
+  const size_t at = index.find("\"argv\": [], ");
+  REQUIRE(at != std::string::npos);
+  const size_t d = index.find("\"duration_ns\": ", at);
+  REQUIRE(d != std::string::npos);
+  const uint64_t ns = std::stoull(index.substr(d + 15));
+  CHECK(ns >= 95'000'000);  // (the loop reads the wall clock, the index the monotonic one)
+  // It recorded something (the open), so it has a log of its own.
+  const std::string entry = index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
+  CHECK(entry.find("\"records\": 0}") == std::string::npos);
+}
+
 TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for event", "[run]") {
   // One run under tracewrap keeping its logs; the kept log encoded again by
   // the exit-time path's encoder (gotrace encode with its settings: offline,
