@@ -69,9 +69,15 @@ std::vector<std::string> SortedSamples(const std::string& traces) {
 }
 
 // The event lines of `go tool trace -d` (the first line is a log line).
+// The events as lines, sorted: Go's parser orders events of the same time
+// stamp on different Ps differently from one run to the next (the same
+// file parsed twice), so the comparison is of the sets of lines.
 std::string EventLines(const ParsedTrace& t) {
+  std::vector<std::string> lines;
+  for (const GoEvent& e : t.events) lines.push_back(e.text);
+  std::sort(lines.begin(), lines.end());
   std::string s;
-  for (const GoEvent& e : t.events) s += e.text + "\n";
+  for (const std::string& l : lines) s += l + "\n";
   return s;
 }
 
