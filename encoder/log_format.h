@@ -186,6 +186,11 @@ struct FileHeader {
   uint32_t slots_offset;      // version 2: file offset of slot 0
 };
 static_assert(sizeof(FileHeader) == 64);
+// FileHeader::flags. kFileFlight: a flight recorder's log (issue 16): its
+// oldest chunks are dropped as it goes (their slots punched out and
+// reused), so streams may begin past their first chunks; the reader starts
+// the trace where every such stream has its records (LogFile::cut_ns).
+inline constexpr uint32_t kFileFlight = 1;
 
 struct ChunkHeader {
   uint32_t magic;       // kChunkMagic

@@ -574,13 +574,35 @@ Status LogSet::IndexFile(uint32_t index) {
       s.has_thread_start = true;
       s.start = first.start;
     }
+    // A flight recorder drops a stream's oldest chunks: a gap before its
+    // first chunk is no loss there (a gap after it still is).
+    bool dropped_head = false;
+    if ((f.header.flags & kFileFlight) && !s.chunks.empty() && s.chunks.front().seq > 0) {
+      dropped_head = true;
+      s.seq_gap = false;
+      for (size_t i = 1; i < s.chunks.size(); ++i)
+        if (s.chunks[i].seq != s.chunks[i - 1].seq + 1) s.seq_gap = true;
+    }
     if (s.seq_gap && !strict_) {
       warnings_.push_back(f.path + ": stream " + std::to_string(serial) + " (tid " +
                           std::to_string(s.tid) + ") has missing chunks");
     }
+    if (dropped_head && serial != kProcessSerial) f.cut_ns = std::max(f.cut_ns, s.first_ts);
     total_records_ += s.nrecords;
     total_chunks_ += s.chunks.size();
     streams_.push_back(std::move(s));
+  }
+  // The trace of a flight recorder starts where every stream has its records:
+  // what began before is known only as a thread that existed then.
+  if (f.cut_ns != 0) {
+    for (Stream& st : streams_) {
+      if (st.file != index || st.first_ts >= f.cut_ns) continue;
+      st.first_ts = f.cut_ns;
+      if (st.has_thread_start) {
+        st.start.flags |= kThreadExisted;
+        st.start.create_id = 0;
+      }
+    }
   }
   return Status::Ok();
 }
@@ -589,7 +611,8 @@ Status LogSet::IndexFile(uint32_t index) {
 // StreamCursor
 
 StreamCursor::StreamCursor(const LogSet& set, uint32_t stream)
-    : set_(set), stream_(set.streams()[stream]), file_(set.files()[stream_.file]) {}
+    : set_(set), stream_(set.streams()[stream]), file_(set.files()[stream_.file]),
+      floor_(file_.cut_ns) {}
 
 bool StreamCursor::Fail(const std::string& what) {
   status_ = Status::Error(file_.path + ": " + what);
@@ -672,6 +695,29 @@ bool StreamCursor::Next(Record* r) {
         r->ts = floor_;
         return true;
       }
+      // A flight recorder's log starts at its cut (LogFile::cut_ns): of what
+      // comes before, a thread's start says it existed, a wait that ends
+      // after the cut is shortened to it, and the rest is dropped (the
+      // process stream's records are kept, at the cut).
+      if (r->ts < file_.cut_ns && stream_.serial != kProcessSerial) {
+        if (r->type == kThreadStart) {
+          r->start.flags |= kThreadExisted;
+          r->start.create_id = 0;
+          r->ts = file_.cut_ns;
+        } else if (r->type == kThreadName) {
+          r->ts = file_.cut_ns;
+        } else if (r->type == kWait && !(r->wait.flags & kWaitOpen)) {
+          const Tick end = r->ts + r->wait.duration;
+          if (end <= file_.cut_ns) continue;
+          r->wait.duration = end - file_.cut_ns;
+          r->ts = file_.cut_ns;
+        } else if (r->type == kWait) {
+          r->ts = file_.cut_ns;
+        } else {
+          continue;
+        }
+      }
+      if (r->ts < file_.cut_ns) r->ts = file_.cut_ns;
       // Clamp: a stream never goes back in time, and nothing a thread records
       // can precede the end of its previous wait (it was not running).
       if (r->ts < floor_) {

@@ -106,6 +106,9 @@ struct LogFile {
   int fd = -1;
   FileHeader header{};
   uint64_t file_size = 0;
+  // A flight recorder's log (kFileFlight): the time (ns) from which every
+  // stream has its records; the cursor drops what comes before it (0: none).
+  Tick cut_ns = 0;
   // Ticks to CLOCK_MONOTONIC nanoseconds. The log pairs ticks with the
   // clock at its start and at kClockSync records (written by every thread
   // that records, every few milliseconds): times are interpolated between

@@ -207,6 +207,12 @@ class ChunkWriter {
     b = PutUvarint(b, ns);
     PutVar(base ? kThreadCpuBase : kThreadCpu, ts, cpu, body, static_cast<size_t>(b - body));
   }
+  // A variable record copied as it is (its body already encoded): a stack
+  // definition moved out of a chunk the flight recorder drops. Room:
+  // VarRecordBound(n).
+  void RawVar(RecordType type, Tick ts, uint32_t cpu, const uint8_t* body, size_t n) {
+    PutVar(type, ts, cpu, body, n);
+  }
   // Room: VarRecordBound(SchedInfoBound(why.size())).
   static constexpr size_t SchedInfoBound(size_t why) { return 2 * kMaxVarintBytes + StringBound(why); }
   void SchedInfo(Tick ts, uint32_t cpu, uint64_t source, uint64_t cpu_hz, std::string_view why) {

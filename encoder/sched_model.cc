@@ -355,7 +355,7 @@ Status Replay::Run() {
   release_pos_.assign(streams.size(), kNoThread);
   std::unordered_map<uint64_t, bool> goid_used;
   Tick t0 = std::numeric_limits<Tick>::max();
-  for (const auto& f : files) t0 = std::min(t0, f.header.start_ns);
+  for (const auto& f : files) t0 = std::min(t0, f.cut_ns != 0 ? f.cut_ns : f.header.start_ns);
   kernel_.assign(files.size(), 0);
   meta_.assign(files.size(), FileMeta{});
   for (uint32_t s = 0; s < streams.size(); ++s) {

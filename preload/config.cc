@@ -130,9 +130,39 @@ void ReadConfig(Config* c) {
     else if (sys::StrEq(v, "running")) c->start_paused = false;
     else Invalid("GOTRACE_START", v, "paused or running");
   }
-  // A paused process is only ever started through its control channel.
-  c->control = c->start_paused;
-  if ((v = getenv("GOTRACE_CTL")) && *v) c->control = c->start_paused || Truthy(v);
+  if ((v = getenv("GOTRACE_MODE")) && *v) {
+    if (sys::StrEq(v, "flight")) c->flight = true;
+    else if (!sys::StrEq(v, "full")) Invalid("GOTRACE_MODE", v, "full or flight");
+  }
+  if ((v = getenv("GOTRACE_FLIGHT")) && *v) {
+    // 30s, 500ms, 64MiB, 64MB
+    const size_t n = sys::StrLen(v);
+    char num[32] = {0};
+    size_t k = 0;
+    while (k < n && k + 1 < sizeof num && v[k] >= '0' && v[k] <= '9') {
+      num[k] = v[k];
+      ++k;
+    }
+    uint64_t x = 0;
+    const char* unit = v + k;
+    const bool ok_num = k > 0 && sys::ParseU64(num, &x) && x > 0 && x < (uint64_t{1} << 32);
+    if (ok_num && (sys::StrEq(unit, "s") || sys::StrEq(unit, ""))) {
+      c->flight_ns = x * 1'000'000'000ull;
+      c->flight_bytes = 0;
+    } else if (ok_num && sys::StrEq(unit, "ms")) {
+      c->flight_ns = x * 1'000'000ull;
+      c->flight_bytes = 0;
+    } else if (ok_num && (sys::StrEq(unit, "MiB") || sys::StrEq(unit, "MB") || sys::StrEq(unit, "M"))) {
+      c->flight_bytes = x << 20;
+      c->flight_ns = ~uint64_t{0};
+    } else {
+      Invalid("GOTRACE_FLIGHT", v, "a span like 30s or 500ms, or a size like 64MiB");
+    }
+  }
+  // A paused process is only ever started through its control channel, and
+  // a flight recorder is read through it (snapshot).
+  c->control = c->start_paused || c->flight;
+  if ((v = getenv("GOTRACE_CTL")) && *v) c->control = c->start_paused || c->flight || Truthy(v);
   if ((v = getenv("GOTRACE_OUT")) && *v) {
     const size_t n = sys::StrLen(v);
     if (n < sizeof c->out_template) {

@@ -61,6 +61,11 @@ struct Config {
   // its start the control channel too (preload/control.h).
   bool start_paused = false;
   bool control = false;
+  // GOTRACE_MODE=flight: keep only the last GOTRACE_FLIGHT of the log (a
+  // time span, or a size): older chunks are dropped as recording goes on.
+  bool flight = false;
+  uint64_t flight_ns = 30'000'000'000ull;  // 30 s
+  uint64_t flight_bytes = 0;               // 0: by time only
   char out_template[1024] = "gotrace.%p.trace";
 };
 

@@ -288,6 +288,7 @@ void WriteHeader() {
                       static_cast<uint32_t>(g.pid), static_cast<uint32_t>(sys::GetPPid()),
                       g.ncpus, g.slot_bytes);
   h.start_ns = g.start_ns;
+  if (g.config.flight) h.flags |= log::kFileFlight;
   (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
 }
 
@@ -577,7 +578,9 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     // but the one it is written in.
     ProcReserve(128, true);
     const Tick end = sys::Ticks();
-    const uint64_t slots = g.next_slot.load(std::memory_order_acquire);
+    // (A flight recorder's punched slots, not handed out again, hold none.)
+    const uint64_t slots = g.next_slot.load(std::memory_order_acquire) -
+                           g.flight_free.load(std::memory_order_acquire);
     ProcWriter().TraceEnd(end, 0, g.records_dropped.load(), g.chunks_dropped.load(),
                           slots > 0 ? slots - 1 : 0);
     ProcCommit();
@@ -1020,12 +1023,20 @@ bool WindowStop(sys::Line* reply) {
 void WindowStatus(sys::Line* reply) {
   const Phase phase = g.phase.load(std::memory_order_acquire);
   reply->Str("ok: pid ").U64(static_cast<uint64_t>(g.pid)).Str(", ");
-  if (phase == Phase::kReady && g.window > 0) {
-    const uint64_t ms = (sys::MonotonicNs() - g.start_ns) / 1'000'000;
-    reply->Str("recording window ").U64(g.window).Str(" for ").Fixed(ms / 10).Str(" s into ");
-    reply->Str(g.out_path).Str(", log ").Bytes(g.next_slot.load() * g.slot_bytes);
-  } else if (phase == Phase::kReady) {
-    reply->Str("recording since the start into ").Str(g.out_path);
+  if (phase == Phase::kReady) {
+    if (g.window > 0) {
+      const uint64_t ms = (sys::MonotonicNs() - g.start_ns) / 1'000'000;
+      reply->Str("recording window ").U64(g.window).Str(" for ").Fixed(ms / 10).Str(" s into ");
+    } else {
+      reply->Str("recording since the start into ");
+    }
+    reply->Str(g.out_path).Str(", log ");
+    reply->Bytes((g.next_slot.load() - g.flight_free.load()) * g.slot_bytes);
+    if (g.config.flight) {
+      reply->Str("; flight recorder keeping the last ");
+      if (g.config.flight_bytes != 0) reply->Bytes(g.config.flight_bytes);
+      else reply->Fixed(g.config.flight_ns / 10'000'000).Str(" s");
+    }
   } else if (phase == Phase::kPaused) {
     reply->Str("paused, ").U64(g.window).Str(g.window == 1 ? " window" : " windows").Str(" written");
   } else {
@@ -1306,6 +1317,7 @@ void* FlusherMain(void*) {
     if (!FlusherNap(interval_ns)) break;
     if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.pid != my_pid) break;
     kernel::Drain(false);
+    if (g.config.flight) FlightTrim(true);
     WriteHeader();
   }
   g_flusher_running.store(false);

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #include "encoder/log_decode.h"
 #include "encoder/encode_api.h"
@@ -200,8 +202,14 @@ bool GrowFile(uint64_t need) {
 }
 
 // A fresh slot for a stream, or -1 (recording stopped).
+int64_t FlightReuseSlot();
+
 int64_t NewSlot() {
   if (g.stopped.load(std::memory_order_acquire)) return -1;
+  if (g.config.flight) {
+    const int64_t again = FlightReuseSlot();
+    if (again >= 0) return again;
+  }
   const uint64_t i = g.next_slot.fetch_add(1, std::memory_order_acq_rel);
   if (i >= g.max_slots) {
     g.next_slot.fetch_sub(1, std::memory_order_acq_rel);
@@ -303,6 +311,10 @@ bool StreamCopyOut(SlotStream* s, bool final_flush) {
     const long rc = sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), s->window, n,
                                    log::kSlotsOffset + uint64_t(slot) * g.slot_bytes);
     ok = rc == 0;
+    // The flight recorder drops thread and kernel chunks once they are old
+    // (FlightTrim); the process stream's (modules, definitions) stay.
+    if (ok && g.config.flight && s->serial != log::kProcessSerial)
+      FlightPush(static_cast<uint32_t>(slot), sys::MonotonicNs());
     if (!ok) {
       g.chunks_dropped.fetch_add(1, std::memory_order_relaxed);
       char buf[1400];
@@ -314,6 +326,160 @@ bool StreamCopyOut(SlotStream* s, bool final_flush) {
   }
   g.writers.fetch_sub(1, std::memory_order_release);
   return ok;
+}
+
+// --- The flight recorder (issue 16) -------------------------------------------
+// GOTRACE_MODE=flight keeps the last GOTRACE_FLIGHT of the log. Every chunk
+// a thread (or the kernel stream) copies out of its home slot is queued with
+// the time it was full; FlightTrim, run by the flusher (or, without one,
+// every 10 ms by the recording thread), drops the oldest while they are
+// older than the span (or while the queue holds more than the size): their
+// stack definitions are copied into the process stream first (later events
+// may use those stacks), then the slot is punched out of the file
+// (FALLOC_FL_PUNCH_HOLE: its blocks are freed) and handed out again by
+// NewSlot. So the log's disk use and the slots in use stay bounded however
+// long the run; what remains is the home slots (one per live thread, the
+// newest records of each) and the process stream.
+namespace {
+constexpr uint64_t kFlightCap = 1u << 16;
+struct FlightEntry {
+  std::atomic<uint64_t> seq;  // Vyukov's bounded queue: pos + 1 when filled
+  uint32_t slot;
+  uint32_t log_gen;
+  uint64_t end_ns;
+};
+FlightEntry* g_fq = nullptr;            // kFlightCap entries
+std::atomic<uint64_t> g_fq_tail{0};
+uint64_t g_fq_head = 0;                 // under g_trim_lock
+std::atomic<uint64_t> g_fq_overflow{0};
+uint32_t* g_free_ring = nullptr;        // kFlightCap slot numbers, punched, to reuse
+std::atomic<uint64_t> g_reuse_head{0};   // taken by NewSlot (any thread)
+std::atomic<uint64_t> g_reuse_tail{0};   // given by FlightTrim (one at a time)
+std::atomic_flag g_trim_lock = ATOMIC_FLAG_INIT;
+uint8_t* g_trim_buf = nullptr;          // a slot's worth, for reading a chunk back
+}  // namespace
+
+void FlightReset() {
+  if (!g.config.flight) return;
+  if (g_fq == nullptr) {
+    g_fq = static_cast<FlightEntry*>(sys::MapMemory(sizeof(FlightEntry) * kFlightCap));
+    g_free_ring = static_cast<uint32_t*>(sys::MapMemory(sizeof(uint32_t) * kFlightCap));
+    g_trim_buf = static_cast<uint8_t*>(sys::MapMemory(g.slot_bytes));
+    if (g_fq == nullptr || g_free_ring == nullptr || g_trim_buf == nullptr) {
+      g_fq = nullptr;
+      return;
+    }
+  }
+  while (g_trim_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  for (uint64_t i = 0; i < kFlightCap; ++i) g_fq[i].seq.store(i, std::memory_order_relaxed);
+  g_fq_tail.store(0, std::memory_order_relaxed);
+  g_fq_head = 0;
+  g_reuse_head.store(0, std::memory_order_relaxed);
+  g_reuse_tail.store(0, std::memory_order_relaxed);
+  g.flight_free.store(0, std::memory_order_relaxed);
+  g_trim_lock.clear(std::memory_order_release);
+}
+
+void FlightPush(uint32_t slot, uint64_t end_ns) {
+  if (g_fq == nullptr) return;
+  uint64_t pos = g_fq_tail.load(std::memory_order_relaxed);
+  for (;;) {
+    FlightEntry& e = g_fq[pos % kFlightCap];
+    const uint64_t seq = e.seq.load(std::memory_order_acquire);
+    if (seq == pos) {
+      if (g_fq_tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        e.slot = slot;
+        e.log_gen = g.log_gen;
+        e.end_ns = end_ns;
+        e.seq.store(pos + 1, std::memory_order_release);
+        return;
+      }
+    } else if (seq < pos) {
+      // Full (the trimmer is far behind): this chunk is kept for good.
+      g_fq_overflow.fetch_add(1, std::memory_order_relaxed);
+      return;
+    } else {
+      pos = g_fq_tail.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+int64_t FlightReuseSlot() {
+  if (g_free_ring == nullptr) return -1;
+  uint64_t h = g_reuse_head.load(std::memory_order_acquire);
+  while (h < g_reuse_tail.load(std::memory_order_acquire)) {
+    const uint32_t slot = g_free_ring[h % kFlightCap];
+    if (g_reuse_head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel)) {
+      g.flight_free.fetch_sub(1, std::memory_order_relaxed);
+      return slot;
+    }
+  }
+  return -1;
+}
+
+// Copies the stack definitions of the chunk in `slot` into the process
+// stream, then punches the slot out. False (the slot stays) if the process
+// lock could not be had without waiting, or the file refused.
+bool FlightDrop(uint32_t slot, bool can_wait) {
+  const int fd = __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE);
+  const uint64_t at = log::kSlotsOffset + uint64_t{slot} * g.slot_bytes;
+  log::SlotHeader h;
+  if (sys::Pread(fd, &h, sizeof h, at) != static_cast<long>(sizeof h)) return false;
+  if (h.chunk.magic == log::kChunkMagic && h.chunk.size <= g.slot_bytes - log::kSlotHeaderBytes &&
+      h.chunk.size > 0) {
+    const long got = sys::Pread(fd, g_trim_buf, h.chunk.size, at + log::kSlotHeaderBytes);
+    if (got == static_cast<long>(h.chunk.size)) {
+      ProcLock lock{ProcLock::Try{}};
+      std::optional<ProcLock> waited;
+      if (!lock.held()) {
+        if (!can_wait) return false;
+        waited.emplace();
+      }
+      const uint8_t* p = g_trim_buf;
+      const uint8_t* end = p + h.chunk.size;
+      Tick raw = h.chunk.base_ticks;
+      while (p < end) {
+        log::RawRecord rec;
+        size_t used;
+        if (log::DecodeRecord(p, end, &raw, &rec, &used) != log::Decode::kOk) break;
+        if (rec.type == log::kStackDef) {
+          ProcReserve(log::ChunkWriter::VarRecordBound(rec.body_len), false);
+          if (ProcWriter().Fits(log::ChunkWriter::VarRecordBound(rec.body_len))) {
+            ProcWriter().RawVar(log::kStackDef, sys::Ticks(), 0, rec.body, rec.body_len);
+            ProcCommit();
+          }
+        }
+        p += used;
+      }
+    }
+  }
+  if (sys::Syscall6(SYS_fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    static_cast<long>(at), g.slot_bytes) != 0) {
+    return false;
+  }
+  const uint64_t t = g_reuse_tail.load(std::memory_order_relaxed);
+  g_free_ring[t % kFlightCap] = slot;
+  g.flight_free.fetch_add(1, std::memory_order_relaxed);
+  g_reuse_tail.store(t + 1, std::memory_order_release);
+  return true;
+}
+
+void FlightTrim(bool can_wait) {
+  if (g_fq == nullptr || g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
+  if (g_trim_lock.test_and_set(std::memory_order_acquire)) return;
+  const uint64_t now = sys::MonotonicNs();
+  for (;;) {
+    FlightEntry& e = g_fq[g_fq_head % kFlightCap];
+    if (e.seq.load(std::memory_order_acquire) != g_fq_head + 1) break;  // empty
+    const uint64_t queued = g_fq_tail.load(std::memory_order_relaxed) - g_fq_head;
+    const bool over = g.config.flight_bytes != 0 && queued * g.slot_bytes > g.config.flight_bytes;
+    const bool old = g.config.flight_ns != ~uint64_t{0} && e.end_ns + g.config.flight_ns < now;
+    if (e.log_gen == g.log_gen && !over && !old) break;
+    if (e.log_gen == g.log_gen && !FlightDrop(e.slot, can_wait)) break;
+    e.seq.store(g_fq_head + kFlightCap, std::memory_order_release);
+    ++g_fq_head;
+  }
+  g_trim_lock.clear(std::memory_order_release);
 }
 
 // A full chunk: copy it out and start the next one in the home slot.
@@ -341,6 +507,8 @@ void TruncateLog() {
   }
 }
 
+void FlightReset();
+
 void ResetLogState() {
   g.next_slot.store(0, std::memory_order_relaxed);
   g.file_slots.store(0, std::memory_order_relaxed);
@@ -355,6 +523,7 @@ void ResetLogState() {
   g.heap_records.store(0, std::memory_order_relaxed);
   g.next_serial.store(1, std::memory_order_relaxed);
   ++g.log_gen;
+  FlightReset();
 }
 
 // A clock sync point: lets the encoder refine the tick frequency from the
@@ -1014,6 +1183,12 @@ void ClockSyncSlow(ThreadRec* r) {
     r->s.w.PublishSize();
   }
   KernelSchedTick(t);
+  // A flight recorder without the flusher drops its old chunks here.
+  if (g.config.flight && !FlusherRunning()) {
+    TracerScope tracer;
+    ErrnoGuard errno_guard;
+    FlightTrim(false);
+  }
   // A program without the flusher thread (one thread: see
   // MaybeStartFlusher) has its kernel records read here, every 10 ms of
   // its recording.

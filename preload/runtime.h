@@ -151,6 +151,9 @@ struct Globals {
   std::atomic<uint32_t> writers{0};
   std::atomic<uint64_t> chunks_written{0};
   std::atomic<uint64_t> chunks_dropped{0};
+  // Flight recorder: slots punched out of the log and not yet handed out
+  // again (the reader finds no chunk there).
+  std::atomic<uint64_t> flight_free{0};
   std::atomic<uint64_t> records_dropped{0};
   // Heap samples recorded by this image: a fork child whose only records
   // are its final heap sample has nothing worth a trace of its own.

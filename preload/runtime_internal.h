@@ -82,6 +82,10 @@ void ModulesReset();                   // forget every known module (new log)
 // Interns a stack in the process's stack depot (lock-free); 0 if full.
 uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh);
 
+// --- The flight recorder (issue 16) ------------------------------------------
+void FlightPush(uint32_t slot, uint64_t end_ns);  // a copied-out chunk, droppable later
+void FlightTrim(bool can_wait);  // drops chunks older than GOTRACE_FLIGHT (or past its size)
+
 // --- Trace windows (issue 16) ----------------------------------------------------
 // A thread alive when a window opens, as its stand-in stream shows it.
 struct StandInThread {

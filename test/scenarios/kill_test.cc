@@ -216,8 +216,15 @@ TEST_CASE("SIGKILL during the exit-time write: the log is recovered, no partial 
   const ParsedTrace t = ParseWithGo(out);
   INFO(t.error);
   REQUIRE(t.ok);
-  if (k.kill_ns != 0 && WIFSIGNALED(k.status)) {
+  // Under tracewrap the exit-time write is the end of the log (the launcher
+  // encodes): a kill that comes after its end record, before the process is
+  // gone, leaves a complete log, written as any other (seen in CI once the
+  // exit path got faster).
+  const bool complete_first = k.err.find("gotrace: wrote " + out + " (") != std::string::npos;
+  if (k.kill_ns != 0 && WIFSIGNALED(k.status) && !complete_first) {
     CHECK_THAT(k.err, Catch::Contains("recovered " + out + " ("));
+  } else if (complete_first) {
+    WARN("the log was complete before the kill came: " << k.err);
   } else {
     WARN("the trace was written before the kill came: " << k.err);
   }

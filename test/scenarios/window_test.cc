@@ -69,6 +69,13 @@ class Service {
     }
   }
   pid_t pid() const { return pid_; }
+  // Whether it has ended (then *status is its wait status); never blocks.
+  bool Ended(int* status) {
+    if (pid_ <= 0) return true;
+    if (waitpid(pid_, status, WNOHANG) != pid_) return false;
+    pid_ = 0;
+    return true;
+  }
   // Closes its input (it ends) and returns its wait status.
   int Finish() {
     close(stdin_);
@@ -432,6 +439,102 @@ TEST_CASE("windows: redis-server under redis-benchmark, one window during the lo
   INFO(names);
   CHECK(groups.groups.count("main") == 1);
   CHECK(names.find("bio_") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
+
+namespace gotrace::testing {
+namespace {
+
+// Issue 16 item 2: GOTRACE_MODE=flight keeps only the last GOTRACE_FLIGHT of
+// the run; a snapshot writes it (and recording goes on), the exit writes the
+// rest.
+TEST_CASE("flight recorder: each snapshot holds about the last span, not the run", "[windows][flight]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> senv = env;
+  senv.push_back("LD_PRELOAD=" + PreloadLib());
+  senv.push_back("GOTRACE_MODE=flight");
+  senv.push_back("GOTRACE_FLIGHT=1s");
+  senv.push_back("GOTRACE_BUFFER_KB=16");  // chunks fill (and can be dropped) within the span
+  senv.push_back("GOTRACE_OUT=" + dir.File("f.trace"));
+  Service srv({Scenario("window_server")}, senv, dir.path());
+  AwaitChannel(srv.pid(), env);
+  std::this_thread::sleep_for(4s);
+  ProcResult r = Ctl(srv.pid(), "status", env);
+  CHECK(r.out.find("flight recorder keeping the last 1.00 s") != std::string::npos);
+  r = Ctl(srv.pid(), "snapshot", env);
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("ok: wrote " + dir.File("f.trace")) != std::string::npos);
+  std::this_thread::sleep_for(3s);
+  REQUIRE(Ctl(srv.pid(), "snapshot", env).Exited(0));  // f.trace.w1
+  const int status = srv.Finish();
+  INFO(srv.Err());
+  CHECK(WIFEXITED(status));
+  CHECK(srv.Out() == "done\n");
+
+  std::vector<std::vector<long>> ticks;
+  for (const char* name : {"f.trace", "f.trace.w1"}) {
+    const std::string path = dir.File(name);
+    INFO(path);
+    REQUIRE(ValidateTrace(path).empty());
+    const ParsedTrace t = ParseWithGo(path);
+    ticks.push_back(Ticks(t));
+    REQUIRE(ticks.back().size() > 20);
+    // About the span: less than the time since the recording (re)started,
+    // and more than nothing.
+    const double span_s = static_cast<double>(t.events.back().ts) / 1e9;
+    CHECK(span_s > 0.3);
+    CHECK(span_s < 2.8);
+  }
+  // The first snapshot lost the start of the run (4 s of it, 1 s kept), the
+  // second holds only time after the first.
+  CHECK(ticks[0].front() > ticks[0].back() / 4);
+  CHECK(ticks[1].front() > ticks[0].back());
+  CHECK(ticks[1].front() > ticks[0].back() + (ticks[1].back() - ticks[0].back()) / 4);
+}
+
+// The log's disk use stays under the size asked for, whatever the run's
+// length (measured while it runs).
+TEST_CASE("flight recorder: GOTRACE_FLIGHT=1MiB bounds the log on disk during a busy run",
+          "[windows][flight]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> senv = env;
+  senv.push_back("LD_PRELOAD=" + PreloadLib());
+  senv.push_back("GOTRACE_MODE=flight");
+  senv.push_back("GOTRACE_FLIGHT=1MiB");
+  senv.push_back("GOTRACE_SCHED=infer");
+  senv.push_back("GOTRACE_OUT=" + dir.File("b.trace"));
+  Service srv({Scenario("condvar_pingpong"), "200000"}, senv, dir.path());
+  const std::string log = dir.File("b.trace.gtlog");
+  uint64_t most = 0;
+  int samples = 0;
+  int status = -1;
+  bool ended = false;
+  for (int i = 0; i < 2400 && !ended; ++i) {
+    struct stat st {};
+    if (stat(log.c_str(), &st) == 0) {
+      most = std::max<uint64_t>(most, static_cast<uint64_t>(st.st_blocks) * 512);
+      ++samples;
+    }
+    ended = srv.Ended(&status);
+    std::this_thread::sleep_for(25ms);
+  }
+  REQUIRE(ended);
+  CHECK(WIFEXITED(status));
+  INFO("samples " << samples << ", most " << most << " bytes on disk");
+  CHECK(samples > 10);
+  // 1 MiB of chunks kept until they are dropped, plus the home slots (64 KiB
+  // per thread), the process stream and the file's growth ahead of need.
+  CHECK(most < (3u << 20));
+  CHECK(most > 0);
+  REQUIRE(ValidateTrace(dir.File("b.trace")).empty());
+  const ParsedTrace t = ParseWithGo(dir.File("b.trace"));
+  CHECK(t.Count("GoUnblock") > 1000);
+  CHECK(t.Count("GoUnblock") < 200000);  // not the whole run
 }
 
 }  // namespace
