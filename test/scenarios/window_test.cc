@@ -539,3 +539,43 @@ TEST_CASE("flight recorder: GOTRACE_FLIGHT=1MiB bounds the log on disk during a 
 
 }  // namespace
 }  // namespace gotrace::testing
+
+namespace gotrace::testing {
+namespace {
+
+// A flight recorder's process killed with SIGKILL: tracewrap recovers what
+// the recorder kept, the last span only.
+TEST_CASE("flight recorder: a killed process's recorder is recovered by tracewrap", "[windows][flight]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> wenv = env;
+  wenv.push_back("GOTRACE_MODE=flight");
+  wenv.push_back("GOTRACE_FLIGHT=500ms");
+  wenv.push_back("GOTRACE_BUFFER_KB=16");
+  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "-o", dir.File("k.trace"),
+                Scenario("window_server")},
+               wenv, dir.path());
+  pid_t prog = 0;
+  for (int i = 0; i < 200 && prog == 0; ++i) {
+    const ProcResult p = RunProcess({"pgrep", "-P", std::to_string(wrap.pid())});
+    if (p.Exited(0) && !p.out.empty()) prog = static_cast<pid_t>(std::stol(p.out));
+    std::this_thread::sleep_for(20ms);
+  }
+  REQUIRE(prog > 0);
+  AwaitChannel(prog, env);
+  std::this_thread::sleep_for(3s);
+  REQUIRE(kill(prog, SIGKILL) == 0);
+  const int status = wrap.Finish();
+  CHECK(WIFSIGNALED(status));  // tracewrap dies of the program's signal
+  INFO(wrap.Err());
+  CHECK(wrap.Err().find("recovered " + dir.File("k.trace")) != std::string::npos);
+  REQUIRE(ValidateTrace(dir.File("k.trace")).empty());
+  const ParsedTrace t = ParseWithGo(dir.File("k.trace"));
+  const std::vector<long> ticks = Ticks(t);
+  REQUIRE(ticks.size() > 10);
+  CHECK(ticks.front() > ticks.back() / 3);  // 3 s ran, about 0.5 s kept
+  CHECK(static_cast<double>(t.events.back().ts) / 1e9 < 2.5);
+}
+
+}  // namespace
+}  // namespace gotrace::testing
