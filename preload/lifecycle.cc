@@ -1327,22 +1327,9 @@ void* FlusherMain(void*) {
 void StartFlusher() {
   if (g.config.flush_ms == 0 || !g_live_key_ok || g_flusher_retired.load()) return;
   if (g_flusher_running.exchange(true)) return;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  // The exit handlers may run on this stack (see FlusherMain); the encode
+  // The exit handlers may run on its stack (see FlusherMain); the encode
   // itself gets a thread of its own (EncodeInProcess).
-  pthread_attr_setstacksize(&attr, 1 << 20);
-  pthread_t t;
-  if (GT_REAL(pthread_create)(&t, &attr, FlusherMain, nullptr) == 0)
-    pthread_setname_np(t, "gotrace-flush");
-  else
-    g_flusher_running.store(false);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (StartTracerThread(FlusherMain, 1 << 20, "gotrace-flush") != 0) g_flusher_running.store(false);
 }
 
 // --- fork, exit -----------------------------------------------------------------------

@@ -138,6 +138,14 @@ std::vector<std::string> PausedEnv(std::vector<std::string> env, const std::stri
   return env;
 }
 
+// A flight recorder's environment (no LD_PRELOAD: add it, or run tracewrap).
+std::vector<std::string> FlightEnv(std::vector<std::string> env, const std::string& span) {
+  env.push_back("GOTRACE_MODE=flight");
+  env.push_back("GOTRACE_FLIGHT=" + span);
+  env.push_back("GOTRACE_BUFFER_KB=16");  // chunks fill (and can be dropped) within the span
+  return env;
+}
+
 // The numbers the service's workers logged (gotrace_log "tick") in a trace.
 std::vector<long> Ticks(const ParsedTrace& t) {
   std::vector<long> out;
@@ -453,11 +461,8 @@ namespace {
 TEST_CASE("flight recorder: each snapshot holds about the last span, not the run", "[windows][flight]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  std::vector<std::string> senv = env;
+  std::vector<std::string> senv = FlightEnv(env, "1s");
   senv.push_back("LD_PRELOAD=" + PreloadLib());
-  senv.push_back("GOTRACE_MODE=flight");
-  senv.push_back("GOTRACE_FLIGHT=1s");
-  senv.push_back("GOTRACE_BUFFER_KB=16");  // chunks fill (and can be dropped) within the span
   senv.push_back("GOTRACE_OUT=" + dir.File("f.trace"));
   Service srv({Scenario("window_server")}, senv, dir.path());
   AwaitChannel(srv.pid(), env);
@@ -548,10 +553,7 @@ namespace {
 TEST_CASE("flight recorder: a killed process's recorder is recovered by tracewrap", "[windows][flight]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  std::vector<std::string> wenv = env;
-  wenv.push_back("GOTRACE_MODE=flight");
-  wenv.push_back("GOTRACE_FLIGHT=500ms");
-  wenv.push_back("GOTRACE_BUFFER_KB=16");
+  const std::vector<std::string> wenv = FlightEnv(env, "500ms");
   Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "-o", dir.File("k.trace"),
                 Scenario("window_server")},
                wenv, dir.path());
