@@ -78,6 +78,16 @@ constexpr const char* kUsage =
     "exit status: 0 written, 1 an error, 2 a usage error, 3 the logs are intact but hold\n"
     "  no events (a process killed before it recorded anything): there is no trace to write\n";
 
+// The value after option argv[*i] (advancing *i), or nullptr after one line
+// saying that `name` needs one.
+const char* OptionValue(int argc, char** argv, int* i, const char* name) {
+  if (*i + 1 >= argc) {
+    std::fprintf(stderr, "gotrace: %s needs a value\n", name);
+    return nullptr;
+  }
+  return argv[++*i];
+}
+
 double Seconds() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -119,13 +129,7 @@ int CmdEncode(int argc, char** argv, bool recover) {
   DwOptions dw;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gotrace: %s needs a value\n", name);
-        return nullptr;
-      }
-      return argv[++i];
-    };
+    auto value = [&](const char* name) { return OptionValue(argc, argv, &i, name); };
     if (a == "-o" || a == "--output") {
       const char* v = value("-o");
       if (!v) return 2;
@@ -355,13 +359,7 @@ int CmdReport(int argc, char** argv) {
   uint64_t top = 10;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gotrace: %s needs a value\n", name);
-        return nullptr;
-      }
-      return argv[++i];
-    };
+    auto value = [&](const char* name) { return OptionValue(argc, argv, &i, name); };
     if (a == "--format") {
       const char* v = value("--format");
       if (!v) return 2;

@@ -431,31 +431,35 @@ uint64_t CountEvents(ThreadRec* r) {
   return n;
 }
 
-// The kernel name of live thread `tid` (/proc/self/task/TID/comm, which
-// pthread_setname_np and prctl(PR_SET_NAME) set) as a kThreadName record in
-// the process stream: threads still running at the end never reach their
-// own end-of-thread record, and the encoder names unnamed (stripped) start
-// routines after it. Raw system calls only (async-signal-safe).
-void RecordThreadComm(uint32_t tid, uint32_t serial) {
-  char path[40] = "/proc/self/task/";
-  size_t n = sys::StrLen(path);
-  char digits[12];
-  size_t nd = 0;
-  do {
-    digits[nd++] = static_cast<char>('0' + tid % 10);
-    tid /= 10;
-  } while (tid != 0);
-  while (nd > 0) path[n++] = digits[--nd];
-  const char kTail[] = "/comm";
-  for (size_t i = 0; i < sizeof kTail; ++i) path[n++] = kTail[i];  // with its NUL
+// Reads /proc/self/task/TID/<what> into buf (NUL-terminated); its length.
+size_t ReadTaskFile(uint32_t tid, const char* what, char* buf, size_t cap) {
+  char path[64];
+  sys::Line(path, sizeof path).Str("/proc/self/task/").U64(tid).Char('/').Str(what);
   const long fd = sys::OpenAt(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return;
-  char name[32];
-  const long got = sys::Read(static_cast<int>(fd), name, 16);  // TASK_COMM_LEN - 1 + '\n'
+  if (fd < 0) return 0;
+  const long n = sys::Read(static_cast<int>(fd), buf, cap - 1);
   sys::Close(static_cast<int>(fd));
-  if (got <= 0) return;
-  size_t len = static_cast<size_t>(got);
-  while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == '\0')) --len;
+  const size_t len = n > 0 ? static_cast<size_t>(n) : 0;
+  buf[len] = '\0';
+  return len;
+}
+
+// Thread tid's kernel name (/proc/self/task/TID/comm, which
+// pthread_setname_np and prctl(PR_SET_NAME) set) into name[16+1]; its length
+// (0: unknown). Raw system calls only (async-signal-safe).
+size_t ReadTaskComm(uint32_t tid, char* name, size_t cap) {
+  size_t len = ReadTaskFile(tid, "comm", name, cap);
+  while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == '\0')) name[--len] = '\0';
+  return len;
+}
+
+// The kernel name of live thread `tid` as a kThreadName record in the
+// process stream: threads still running at the end never reach their own
+// end-of-thread record, and the encoder names unnamed (stripped) start
+// routines after it. Async-signal-safe.
+void RecordThreadComm(uint32_t tid, uint32_t serial) {
+  char name[17];
+  const size_t len = ReadTaskComm(tid, name, sizeof name);
   if (len == 0) return;
   ProcReserve(log::ChunkWriter::VarRecordBound(kMaxVarintBytes + 1 + 16), true);
   ProcWriter().ThreadName(sys::Ticks(), 0, serial, std::string_view(name, len));
@@ -812,18 +816,6 @@ struct linux_dirent64_view {
   char name[1];
 };
 
-// Reads /proc/self/task/TID/<what> into buf (NUL-terminated); its length.
-size_t ReadTaskFile(uint32_t tid, const char* what, char* buf, size_t cap) {
-  char path[64];
-  sys::Line(path, sizeof path).Str("/proc/self/task/").U64(tid).Char('/').Str(what);
-  const long fd = sys::OpenAt(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  const long n = sys::Read(static_cast<int>(fd), buf, cap - 1);
-  sys::Close(static_cast<int>(fd));
-  const size_t len = n > 0 ? static_cast<size_t>(n) : 0;
-  buf[len] = '\0';
-  return len;
-}
 
 // What a thread with no wait of ours published is blocked in, as the kernel
 // says (its state and current system call): none if it is running.
@@ -877,8 +869,7 @@ void WriteStandIns() {
       if (!sys::ParseU64(d->name, &v)) continue;
       const auto tid = static_cast<uint32_t>(v);
       StandInThread t;
-      t.name_len = ReadTaskFile(tid, "comm", t.name, sizeof t.name);
-      while (t.name_len > 0 && t.name[t.name_len - 1] == '\n') t.name[--t.name_len] = '\0';
+      t.name_len = ReadTaskComm(tid, t.name, sizeof t.name);
       if (tid == ControlTid() || (t.name_len >= 8 && std::memcmp(t.name, "gotrace-", 8) == 0))
         continue;  // ours
       t.tid = tid;

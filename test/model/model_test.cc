@@ -11,6 +11,7 @@
 #include <set>
 
 #include "test/model/model_util.h"
+#include "test/support/goroutine_groups.h"
 
 namespace gotrace::testing {
 namespace {
@@ -457,19 +458,7 @@ TEST_CASE("thread names name the threads whose start routine has none, in Go 1.1
 
   const std::map<std::string, uint64_t> want = {
       {"main", 1}, {"worker", 2}, {"io-pool", 2}, {"gc", 1}, {"0xf0000", 1}, {"jvm-gc", 1}};
-  GoroutineGroups old_go = ReadGoroutineGroups(k.run.trace, GoBinary());
-  INFO("go 1.19: " << old_go.error);
-  REQUIRE(old_go.error.empty());
-  CHECK(old_go.groups == want);
-  const std::string newer = NewerGoBinary();
-  if (newer.empty()) {
-    WARN("skipped the Go 1.23 check: no /usr/lib/go-1.23/bin/go (golang-1.23-go) or $GOTRACE_GO_NEW");
-    return;
-  }
-  GoroutineGroups new_go = ReadGoroutineGroups(k.run.trace, newer);
-  INFO(newer << ": " << new_go.error);
-  REQUIRE(new_go.error.empty());
-  CHECK(new_go.groups == want);
+  CheckGoroutineGroups(k.run.trace, want);
 }
 
 TEST_CASE("several logs merge into one trace", "[model]") {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "test/support/go_oracle.h"
+#include "test/support/goroutine_groups.h"
 #include "test/support/log_builder.h"
 #include "test/support/subprocess.h"
 
@@ -144,22 +145,5 @@ inline std::vector<Wake> Wakes(const ParsedTrace& t) {
   return out;
 }
 
-// The /goroutines page's groups (name -> count) of Go 1.19 and, where
-// installed, Go 1.23 (issue 19: both must agree).
-inline void CheckGoroutineGroups(const std::string& trace, const std::map<std::string, uint64_t>& want) {
-  GoroutineGroups old_go = ReadGoroutineGroups(trace, GoBinary());
-  INFO("go 1.19: " << old_go.error);
-  REQUIRE(old_go.error.empty());
-  CHECK(old_go.groups == want);
-  const std::string newer = NewerGoBinary();
-  if (newer.empty()) {
-    WARN("skipped the Go 1.23 check: no /usr/lib/go-1.23/bin/go (golang-1.23-go) or $GOTRACE_GO_NEW");
-    return;
-  }
-  GoroutineGroups new_go = ReadGoroutineGroups(trace, newer);
-  INFO(newer << ": " << new_go.error);
-  REQUIRE(new_go.error.empty());
-  CHECK(new_go.groups == want);
-}
 
 }  // namespace gotrace::testing
