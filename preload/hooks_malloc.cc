@@ -324,9 +324,9 @@ struct alignas(64) HotFlags {
   // ready, after the baseline is in place; cleared by the slow path once
   // tracing is disabled.
   uint32_t on;
-  bool glibc_header;  // Usable() may read glibc's chunk header (below)
+  uint32_t glibc_header;  // Header: whether Usable() may read glibc's chunk header (below)
 };
-HotFlags g_hot = {0, false};
+HotFlags g_hot = {0, 0};
 
 // A thread's delta is folded into the total once it passes this, either way.
 // Error bound of the total: kFoldBytes per live thread, plus kFoldBytes per
@@ -353,10 +353,10 @@ GT_ALWAYS_INLINE bool On() { return __atomic_load_n(&g_hot.on, __ATOMIC_RELAXED)
 // its own chunk header alone: mchunk_size at p - 8, (size & ~7) - 16 if
 // IS_MMAPPED (2) is set, else - 8 (malloc.c musable()/memsize(), the same
 // since glibc 2.26). So when the real malloc_usable_size is glibc's and
-// agrees with that formula on test blocks at start-up (small, aligned and
-// mmapped ones; runtime detection, G12), the header is read inline;
-// otherwise (jemalloc, tcmalloc, mimalloc, a changed glibc) the real function
-// is called. x86_64 only: on aarch64 glibc may tag memory (MTE,
+// agrees with that formula on the program's first blocks (runtime
+// detection, G12; UsableSlow), the header is read inline; otherwise
+// (jemalloc, tcmalloc, mimalloc, a changed glibc) the real function is
+// called. x86_64 only: on aarch64 glibc may tag memory (MTE,
 // glibc.mem.tagging), and the header then carries another tag than the
 // pointer.
 GT_ALWAYS_INLINE uint64_t GlibcUsable(const void* p) {
@@ -364,27 +364,51 @@ GT_ALWAYS_INLINE uint64_t GlibcUsable(const void* p) {
   return (size & ~uint64_t{7}) - 8 - ((size & 2) << 2);
 }
 
-GT_ALWAYS_INLINE int64_t Usable(void* p) {
+// g_hot.glibc_header: the real function only; the header, for blocks from
+// the heap; or not known yet: the real function, each of the first
+// kVerifyBlocks heap blocks compared with the header's answer.
+enum Header : uint32_t { kHeaderReal = 0, kHeaderTrusted = 1, kHeaderVerify = 2 };
+constexpr uint32_t kVerifyBlocks = 64;
+std::atomic<uint32_t> g_verified{0};
+
+// Problem (issue 18): the header rule used to be checked at start-up on
+// test blocks, one of them 33 MiB (mmapped whatever the program did): an
+// mmap, a fault and a munmap, and the heap's first use (its brk, its first
+// pages) in every process, also in those that allocate nothing: 0.26 ms of
+// a short command's start. Now the rule is checked on the program's own
+// blocks as they come: the real function answers for each of the first 64
+// from the heap, and its answer is compared with the header's; one
+// disagreement and the real function answers for good. Blocks glibc
+// mmapped (IS_MMAPPED, 128 KiB and up, each an mmap anyway) always ask
+// the real function: their rule is never trusted without a test.
+__attribute__((noinline)) int64_t UsableSlow(void* p) {
+  const auto usable = Real(g_real.malloc_usable_size);
+  const uint64_t real = usable(p);
 #if defined(__x86_64__)
-  if (GT_LIKELY(g_hot.glibc_header)) return static_cast<int64_t>(GlibcUsable(p));
+  if (__atomic_load_n(&g_hot.glibc_header, __ATOMIC_RELAXED) == kHeaderVerify &&
+      (static_cast<const uint64_t*>(p)[-1] & 2) == 0) {
+    if (GlibcUsable(p) != real) {
+      __atomic_store_n(&g_hot.glibc_header, kHeaderReal, __ATOMIC_RELAXED);
+    } else if (g_verified.fetch_add(1, std::memory_order_relaxed) + 1 == kVerifyBlocks) {
+      uint32_t expected = kHeaderVerify;
+      __atomic_compare_exchange_n(&g_hot.glibc_header, &expected, kHeaderTrusted, false,
+                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+  }
 #endif
-  return static_cast<int64_t>(Real(g_real.malloc_usable_size)(p));
+  return static_cast<int64_t>(real);
 }
 
-// Called once from the constructor, inside the tracer: the test blocks are
-// not counted. 33 MiB is above glibc's largest mmap threshold, so that block
-// is mmapped whatever the program did, and freeing it does not move the
-// threshold (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB).
-//
-// Every process pays for this at start (issue 18: a shell job's short
-// commands): each mmapped block is an mmap, a page fault and a munmap, and
-// a block from the heap's top touches the pages it spans. So the test set is
-// the smallest that still covers each kind of chunk glibc hands out: small
-// (tcache/fast), large (a large bin, > 1 KiB), aligned (the header memalign
-// rewrites) and one mmapped block, aligned too (memalign's mmapped path sets
-// IS_MMAPPED in the header it rewrites: both header rules in one block).
-// Before: 21 blocks, three of them mmapped and two of 70 kB grown from the
-// top: 10 page faults per process; now 4 (the heap's own first use).
+GT_ALWAYS_INLINE int64_t Usable(void* p) {
+#if defined(__x86_64__)
+  if (GT_LIKELY(g_hot.glibc_header == kHeaderTrusted)) {
+    const uint64_t size = static_cast<const uint64_t*>(p)[-1];
+    if (GT_LIKELY((size & 2) == 0)) return static_cast<int64_t>((size & ~uint64_t{7}) - 8);
+  }
+#endif
+  return UsableSlow(p);
+}
+
 // Whether two functions are defined in the same loaded object.
 bool SameObject(const void* a, const void* b) {
   uintptr_t base_a = 0, base_b = 0;
@@ -392,24 +416,13 @@ bool SameObject(const void* a, const void* b) {
   return ObjectOf(a, &base_a, &name) && ObjectOf(b, &base_b, &name) && base_a == base_b;
 }
 
-bool GlibcHeaderAgrees() {
+// Whether the header rule may be tried at all: the real malloc_usable_size
+// is glibc's (not jemalloc's, tcmalloc's, mimalloc's).
+bool GlibcAllocator() {
 #if defined(__x86_64__)
   void* libc_fn = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
   const auto usable = Real(g_real.malloc_usable_size);
-  if (libc_fn == nullptr || !SameObject(reinterpret_cast<void*>(usable), libc_fn)) return false;
-  bool agree = true;
-  struct Test {
-    size_t n, align;  // align 0: malloc
-  };
-  constexpr Test kTests[] = {{0, 0},    {1, 0},  {24, 0},   {25, 0},    {1000, 0},
-                             {3000, 0}, {25, 64}, {1000, 4096}, {size_t{33} << 20, 4096}};
-  for (const Test& t : kTests) {
-    void* p = t.align == 0 ? Real(g_real.malloc)(t.n) : Real(g_real.memalign)(t.align, t.n);
-    if (p == nullptr) continue;
-    if (GlibcUsable(p) != usable(p)) agree = false;
-    Real(g_real.free)(p);
-  }
-  return agree;
+  return libc_fn != nullptr && SameObject(reinterpret_cast<void*>(usable), libc_fn);
 #else
   return false;
 #endif
@@ -673,9 +686,7 @@ __attribute__((constructor(102))) void InitHeap() {
       g_real.malloc_usable_size == kStubs.malloc_usable_size) {
     return;
   }
-  const int saved_errno = errno;
-  g_hot.glibc_header = GlibcHeaderAgrees();
-  errno = saved_errno;
+  g_hot.glibc_header = GlibcAllocator() ? kHeaderVerify : kHeaderReal;
   g_gap_ticks = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns) / 1'000'000 * kSampleGapUs;
   const uint64_t base = Baseline();
   g_live.store(static_cast<int64_t>(base), std::memory_order_relaxed);

@@ -35,7 +35,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <link.h>
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -81,6 +83,8 @@ constexpr int kTermSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE,
 constexpr int kMaxSignal = 65;
 
 char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
+bool g_gotrace_searched = false;  // looked for when first needed (a crash)
+void FindGotraceBinary();
 struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
 // A fault the program's own handler is handling: the signal, the thread and
@@ -195,7 +199,7 @@ bool g_live_key_ok = false;
 // map, the resolved functions, the log state; and again by a fork child
 // (each page a copy-on-write fault there). One system call maps them in,
 // instead of a page fault each (issue 18: 15 to 20 us apiece here).
-void PopulateSmallGlobals() {
+GT_ALWAYS_INLINE void PopulateSmallGlobals() {
 #if defined(GOTRACE_LBSS_SYMBOL)
   // g is .data's largest object, at its start.
   const uintptr_t lo = std::min(reinterpret_cast<uintptr_t>(&g), reinterpret_cast<uintptr_t>(__bss_start)) &
@@ -204,6 +208,32 @@ void PopulateSmallGlobals() {
   // (A sanity bound: never more than the small globals are meant to be.)
   if (hi > lo && hi - lo <= (64u << 10))
     (void)sys::PopulateWrite(reinterpret_cast<void*>(lo), hi - lo);
+#endif
+}
+
+#if defined(GOTRACE_LBSS_SYMBOL)
+extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+#endif
+
+// Our code and read-only data (about 60 pages): start-up and exit run
+// functions spread over all of it, and each 64 KiB the kernel maps per page
+// fault was a fault (4 to 5 per process, 12 to 35 us apiece on the VMs
+// measured). One system call maps them all: from the first executable
+// segment to the end of the read-only ones after it, as the program headers
+// say.
+GT_ALWAYS_INLINE void PopulateOwnCode() {
+#if defined(GOTRACE_LBSS_SYMBOL)
+  const auto* base = reinterpret_cast<const char*>(&__ehdr_start);
+  const auto* ph = reinterpret_cast<const ElfW(Phdr)*>(base + __ehdr_start.e_phoff);
+  uintptr_t lo = ~uintptr_t{0}, hi = 0;
+  for (int i = 0; i < __ehdr_start.e_phnum; ++i) {
+    if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) != 0) continue;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(base) + ph[i].p_vaddr;
+    if ((ph[i].p_flags & PF_X) != 0) lo = std::min(lo, a);
+    if (lo != ~uintptr_t{0}) hi = std::max(hi, a + ph[i].p_memsz);
+  }
+  lo &= ~uintptr_t{4095};
+  if (hi > lo && hi - lo <= (4u << 20)) (void)sys::PopulateRead(reinterpret_cast<void*>(lo), hi - lo);
 #endif
 }
 
@@ -458,8 +488,16 @@ size_t ReadTaskComm(uint32_t tid, char* name, size_t cap) {
 // end-of-thread record, and the encoder names unnamed (stripped) start
 // routines after it. Async-signal-safe.
 void RecordThreadComm(uint32_t tid, uint32_t serial) {
-  char name[17];
-  const size_t len = ReadTaskComm(tid, name, sizeof name);
+  char name[17] = {0};
+  // The calling thread's own name: prctl, one system call instead of a
+  // path walk in /proc and three (issue 18: every process's main thread).
+  size_t len = 0;
+  if (t_state.rec != nullptr && t_state.rec->s.tid == tid) {
+    if (sys::Syscall6(SYS_prctl, PR_GET_NAME, reinterpret_cast<long>(name)) == 0)
+      len = sys::StrLen(name);
+  } else {
+    len = ReadTaskComm(tid, name, sizeof name);
+  }
   if (len == 0) return;
   ProcReserve(log::ChunkWriter::VarRecordBound(kMaxVarintBytes + 1 + 16), true);
   ProcWriter().ThreadName(sys::Ticks(), 0, serial, std::string_view(name, len));
@@ -741,6 +779,12 @@ void Finalize(bool for_exec) {
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
   if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) FinishHeap();
+  // Already ended (the destructor after the atexit handler): nothing to
+  // wait for, and no signal mask to set and restore.
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
+    Unbind();
+    return;
+  }
   // Before the phase moves: from then on a termination signal's own flush
   // stands aside, so it must wait for this one instead.
   DeferTermSignals defer;
@@ -1054,6 +1098,7 @@ bool IsTermSignal(int sig) {
 // Runs `gotrace encode --lenient --offline LOG -o OUT` in a new process and
 // waits for it (bounded). Async-signal-safe: raw fork and execve.
 bool EncodeInChild() {
+  if (!g_gotrace_searched) FindGotraceBinary();
   if (g_gotrace_bin[0] == '\0') return false;
   // As the exit-time encode would: an existing name gets a suffix, and the
   // program's GOTRACE_BLOCK_US holds.
@@ -1198,7 +1243,17 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
 
 // The kernel-level action for a crash signal: our handler, with the mask and
 // flags the program chose (SA_ONSTACK matters for stack overflows).
+// A signal the program ignores is ignored by the kernel, not by our
+// handler: only SIG_IGN survives an exec (and a posix_spawn), so ours in its
+// place would hand the next program SIG_DFL (`trap '' ABRT; exec prog`, and
+// then a `kill -ABRT` killed it). The cost: a real fault, or abort(), in a
+// program that ignores the signal ends it without the crash-time trace
+// (its log stays, for tracewrap or `gotrace recover`).
 void InstallCrashHandler(int sig, const struct sigaction& app) {
+  if (app.sa_handler == SIG_IGN && (app.sa_flags & SA_SIGINFO) == 0) {
+    GT_REAL(sigaction)(sig, &app, nullptr);
+    return;
+  }
   struct sigaction ours {};
   ours.sa_sigaction = CrashHandler;
   ours.sa_mask = app.sa_mask;
@@ -1233,23 +1288,53 @@ int InstallTermAction(int sig, const struct sigaction& app) {
   return GT_REAL(sigaction)(sig, &ours, nullptr);
 }
 
+// Whether `app` is what exec leaves a signal the program never touched:
+// SIG_DFL with no mask and no flags (glibc's SA_RESTORER aside).
+bool PristineDefault(const struct sigaction& app) {
+  constexpr int kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER, which glibc sets
+  if (app.sa_handler != SIG_DFL || (app.sa_flags & ~kSaRestorer) != 0) return false;
+  // The kernel's part of the mask (64 signals): glibc leaves the rest of
+  // sigset_t's 128 bytes as it finds them.
+  uint64_t mask;
+  std::memcpy(&mask, &app.sa_mask, sizeof mask);
+  return mask == 0;
+}
+
+// One system call per signal, not two (issue 18: 14 signals, each a read
+// then a write, were 28 of a short process's start-up calls): ours goes in
+// as it would for an untouched SIG_DFL and the old action comes back from
+// the same call; only a signal the program's parent left otherwise (ignored:
+// nohup's SIGHUP, a shell's SIGPIPE) takes a second call to put the
+// program's action back. Our signals are blocked meanwhile, so one sent in
+// between waits for the action it should meet.
 void InstallCrashHandlers() {
+  sigset_t term, saved;
+  sigemptyset(&term);
+  for (int sig : kTermSignals) sigaddset(&term, sig);
+  for (int sig : kCrashSignals) sigaddset(&term, sig);  // (sent ones: kill -ABRT)
+  pthread_sigmask(SIG_BLOCK, &term, &saved);
   for (int sig : kCrashSignals) {
-    struct sigaction old {};
-    if (GT_REAL(sigaction)(sig, nullptr, &old) != 0) continue;
+    struct sigaction ours {}, old{};
+    ours.sa_sigaction = CrashHandler;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    if (GT_REAL(sigaction)(sig, &ours, &old) != 0) continue;
     g_app_action[sig] = old;
-    InstallCrashHandler(sig, old);
+    if (!PristineDefault(old)) InstallCrashHandler(sig, old);
   }
   for (int sig : kTermSignals) {
-    struct sigaction old {};
-    if (GT_REAL(sigaction)(sig, nullptr, &old) != 0) continue;
+    struct sigaction ours {}, old{};
+    ours.sa_sigaction = TermHandler;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    if (GT_REAL(sigaction)(sig, &ours, &old) != 0) continue;
     g_app_action[sig] = old;
-    InstallTermAction(sig, old);
+    if (!PristineDefault(old)) InstallTermAction(sig, old);
   }
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   g_crash_handlers = true;
 }
 
 void FindGotraceBinary() {
+  g_gotrace_searched = true;
   // Next to the library (the build tree) or in ../bin (an install).
   for (const char* rel : {"/gotrace", "/../bin/gotrace"}) {
     sys::Line l(g_gotrace_bin, sizeof g_gotrace_bin);
@@ -1348,9 +1433,7 @@ void AtForkChild() {
     // pages: not carried over by fork) a fault too. A shell's child runs
     // this, some hooks and the exec's: two system calls map all of it in.
     PopulateSmallGlobals();
-    if (g.self_hi > g.self_lo)
-      (void)sys::PopulateRead(reinterpret_cast<void*>(g.self_lo & ~uintptr_t{4095}),
-                              g.self_hi - (g.self_lo & ~uintptr_t{4095}));
+    PopulateOwnCode();
   }
   g_ending.store(false, std::memory_order_relaxed);  // the child's life begins
   // Module reads and unloads in progress in the parent's other threads
@@ -1455,6 +1538,10 @@ uint32_t ConfiguredCpus() {
 
 __attribute__((constructor(101))) void Init() {
   if (g.phase.load() != Phase::kUninit) return;
+  // Before anything else touches them (GOTRACE_DISABLE=1 pays for these
+  // two calls: a mode for measuring, not for use).
+  PopulateSmallGlobals();
+  PopulateOwnCode();
   TracerScope tracer;
   // Keep our own handle on stderr, high and close-on-exec (H27). A program
   // started with stderr closed (`2>&-`) gets no lines from us at all: the
@@ -1470,7 +1557,6 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
-  PopulateSmallGlobals();
   sys::InitClock();
   g.pid = sys::GetPid();
   ReadLineage();
@@ -1485,7 +1571,6 @@ __attribute__((constructor(101))) void Init() {
     return;
   }
   FindSelf();
-  FindGotraceBinary();
   if (!PoolInit(g.config.buffer_kb) || !DepotInit()) {
     Disable("cannot reserve memory for the tracer");
     return;

@@ -534,6 +534,21 @@ void AppendClockSync(log::ChunkWriter* w, uint32_t cpu) {
   w->ClockSync(t, cpu, ns);
 }
 
+// This image's executable, as the kernel names it (/proc/self/exe), read
+// once: the module list and the process record both need it, and each
+// readlink of /proc is a path walk (issue 18). Async-signal-safe; two
+// threads racing to fill it write the same bytes.
+const char* ExePath() {
+  static char exe[1024];
+  static std::atomic<bool> known{false};
+  if (!known.load(std::memory_order_acquire)) {
+    const long n = sys::Readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    known.store(true, std::memory_order_release);
+  }
+  return exe;
+}
+
 // --- The process stream: modules, clock, end ------------------------------
 // Rare writers (init, dlopen/dlclose, exit) serialise on a spinlock; its
 // slot window is the first of the region.
@@ -679,13 +694,8 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
   nm.alive.store(true, std::memory_order_relaxed);
   g_nmodules.store(known + 1, std::memory_order_release);
   // The main executable has an empty name; the kernel knows its path.
-  char exe[1024];
   const char* path = info->dlpi_name;
-  if (path == nullptr || path[0] == '\0') {
-    const long n = sys::Readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    path = exe;
-  }
+  if (path == nullptr || path[0] == '\0') path = ExePath();
   const size_t len = std::min<size_t>(sys::StrLen(path), 4000);
   ProcReserve(log::ChunkWriter::VarRecordBound(60 + len), g_rescan_final);
   g_proc.w.ModuleLoad(sys::Ticks(), 0, g.epoch.load(), info->dlpi_addr, lo, hi,
@@ -853,7 +863,11 @@ void FindSelf() {
   for (size_t i = 0; i < n; ++i)
     if (path[i] == '/') slash = i;
   sys::Line l(g.self_path, sizeof g.self_path);
-  if (slash == 0) l.Str(".");
+  // Absolute (LD_PRELOAD=build/libgotrace.so names it relative to where the
+  // program started, and the gotrace command beside it is looked for only
+  // when needed, after the program may have changed directory).
+  if (path[0] != '/' && g.cwd[0] == '/') l.Str(g.cwd).Char('/');
+  if (slash == 0) l.Str(path[0] == '/' ? "/" : ".");
   else l.Str(path, slash);
   // Our code's address range, to cut tracer frames out of stacks.
   struct Ctx {
@@ -1101,9 +1115,7 @@ void RecordProcessInfo(int argc, char** argv) {
   if (kNeed + 512 > g.slot_bytes - log::kSlotHeaderBytes) return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  char exe[1024];
-  const long n = sys::Readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  const char* exe = ExePath();
   static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
   ProcLock lock;
   ProcReserve(kNeed, false);

@@ -411,18 +411,19 @@ static int fork_threads(void) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  // vfork + exec and posix_spawn (H14).
+  // vfork + exec and posix_spawn (H14): programs that record something (a
+  // sleep), so that each has a trace (one that records nothing has none).
   pid_t v = vfork();
   if (v == 0) {
-    char* const argv[] = {"true", NULL};
-    execve("/bin/true", argv, environ);
+    char* const argv[] = {"sleep", "0.001", NULL};
+    execve("/bin/sleep", argv, environ);
     _exit(127);
   }
   int vstatus = 0;
   waitpid(v, &vstatus, 0);
   pid_t s = 0;
-  char* const sargv[] = {"true", NULL};
-  int rc = posix_spawn(&s, "/bin/true", NULL, NULL, sargv, environ);
+  char* const sargv[] = {"sleep", "0.001", NULL};
+  int rc = posix_spawn(&s, "/bin/sleep", NULL, NULL, sargv, environ);
   int sstatus = 0;
   if (rc == 0) waitpid(s, &sstatus, 0);
   __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
