@@ -32,8 +32,8 @@ struct DwOptions {
   // The lookup to share (its budget, its answers per build-id); null: the
   // factory (or MakeDwSymbolizer) makes one from the fields above.
   std::shared_ptr<DebuginfodLookup> debuginfod;
-  // Read the DWARF of system libraries (see IsSystemLibraryPath) that keep
-  // it in a separate debug file (libc6-dbg, libstdc++6-*-dbg, ...). When
+  // Read the DWARF of system libraries and programs (see IsSystemLibraryPath)
+  // that keep it in a separate debug file (libc6-dbg, python3.11-dbg, ...). When
   // false such a module is symbolized from its symbol table only (the debug
   // file's .symtab, which is not compressed, else the module's .dynsym):
   // function names, no file, no line, no inlined frames. Opening that DWARF
@@ -63,8 +63,9 @@ SymbolizerFactory DefaultSymbolizerFactory(bool offline = false);  // system_dwa
 // opened and indexed once for all of them.
 SymbolizerFactory SharedSymbolizerFactory(const DwOptions& options);
 
-// Whether `path`, already resolved (realpath), is in a system library
-// directory: /lib, /lib64, /usr/lib, /usr/lib64 or /usr/libexec, or below.
+// Whether `path`, already resolved (realpath), is in a system library or
+// program directory: /lib, /lib64, /usr/lib, /usr/lib64, /usr/libexec, /bin,
+// /sbin, /usr/bin or /usr/sbin, or below.
 bool IsSystemLibraryPath(const std::string& resolved);
 
 // The per-module policy: whether the symbolizer reads DWARF (its own or a

@@ -617,13 +617,15 @@ struct TempDir {
 TEST_CASE("symbolizer: which paths are system library directories", "[symbolizer]") {
   for (const char* p : {"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
                         "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib64/libfoo.so",
-                        "/usr/libexec/foo/helper", "/usr/lib/jvm/java/lib/server/libjvm.so"}) {
+                        "/usr/libexec/foo/helper", "/usr/lib/jvm/java/lib/server/libjvm.so",
+                        "/usr/bin/python3.11", "/bin/bash", "/usr/sbin/nginx", "/sbin/init"}) {
     INFO(p);
     CHECK(IsSystemLibraryPath(p));
   }
   for (const char* p : {"/usr/local/lib/libfoo.so", "/opt/app/lib/libfoo.so",
                         "/home/u/usr/lib/x.so", "/usr/libfoo/x.so", "/library/x.so", "/lib64x/x.so",
-                        "/usr/bin/app", "lib/x.so", "usr/lib/x.so", "/tmp/lib/x.so", ""}) {
+                        "/usr/local/bin/app", "/opt/bin/app", "/usr/binx/app", "lib/x.so",
+                        "usr/lib/x.so", "usr/bin/x", "/tmp/lib/x.so", ""}) {
     INFO(p);
     CHECK_FALSE(IsSystemLibraryPath(p));
   }
