@@ -30,6 +30,10 @@ constexpr uint8_t kKindOffCpu = 0xff;  // kinds_: beside the WaitKinds
 // How far apart (ns) the kernel's switch times and the interposers' record
 // times may be and still describe the same moment.
 constexpr log::Tick kClockSlack = 50'000;
+// How far apart they are at most in the common case (the TSC against the
+// kernel's CLOCK_MONOTONIC, both converted to ns): a switch-in more than
+// this before a record happened before it.
+constexpr log::Tick kClockAgree = 2'000;
 constexpr uint64_t kSyntheticGoidBase = uint64_t{1} << 22;  // above PID_MAX_LIMIT
 
 enum : uint8_t { kWaitNone = 0, kWaitBlocks = 1, kWaitSyscall = 2 };
@@ -989,10 +993,16 @@ void Replay::SwitchOut(Thread& t, bool preempt) {
   }
   // The kernel's clock and the interposers' agree to a microsecond or so,
   // and a wait's record is taken just before the call: a voluntary switch
-  // a hair before the thread's next record, a wait, belongs to that wait.
+  // a hair before the thread's next record, a wait, belongs to that wait,
+  // unless the kernel ran the thread again before that wait began: then it
+  // left its CPU for something else first (a page fault, a lock of the
+  // kernel's; seen on a new thread's first record), and was back in time
+  // to make the call (the sleepers scenario showed such a 7 us trip as a
+  // second sleep).
   const uint32_t s = Index(t);
   if (!t.in_wait_k() && s < heads_.size() && head_valid_[s] && !head_early_[s] &&
-      heads_[s].type == log::kWait && heads_[s].ts <= now_ + kClockSlack) {
+      heads_[s].type == log::kWait && heads_[s].ts <= now_ + kClockSlack &&
+      NextSwitchIn(t.file, t.tid) + kClockAgree >= heads_[s].ts) {
     head_early_[s] = 1;
     ++stats_->records;
     OnWaitK(t, p, heads_[s]);

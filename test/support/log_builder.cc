@@ -117,6 +117,22 @@ ThreadLog& ThreadLog::UserLog(Tick ts, uint32_t cpu, uint64_t task, const std::s
   return *this;
 }
 
+ThreadLog& ThreadLog::SwitchIn(Tick ts, uint32_t cpu, uint32_t tid) {
+  Room(log::kMaxFixedRecordBytes);
+  w_.Switch(ts, cpu, tid, 0);
+  return *this;
+}
+ThreadLog& ThreadLog::SwitchOut(Tick ts, uint32_t cpu, uint32_t tid, bool preempt) {
+  Room(log::kMaxFixedRecordBytes);
+  w_.Switch(ts, cpu, tid, log::kSwitchOut | (preempt ? log::kSwitchPreempt : 0));
+  return *this;
+}
+ThreadLog& ThreadLog::Sample(Tick ts, uint32_t cpu, uint32_t tid, uint64_t stack) {
+  Room(log::kMaxFixedRecordBytes);
+  w_.CpuSample(ts, cpu, tid, stack);
+  return *this;
+}
+
 // ---------------------------------------------------------------------------
 
 LogBuilder::LogBuilder(uint32_t ncpus, Tick start, uint32_t pid)
@@ -128,6 +144,11 @@ ThreadLog& LogBuilder::Thread(uint32_t tid) {
   threads_.emplace_back(
       new ThreadLog(this, static_cast<uint32_t>(threads_.size() + 1), tid, chunk_bytes_));
   return *threads_.back();
+}
+
+ThreadLog& LogBuilder::Kernel() {
+  if (!kernel_) kernel_.reset(new ThreadLog(this, log::kKernelSerial, 0, chunk_bytes_));
+  return *kernel_;
 }
 
 void LogBuilder::Stack(uint64_t id, std::vector<uint64_t> pcs, uint32_t epoch) {
@@ -142,6 +163,7 @@ void LogBuilder::TraceEnd(Tick ts, uint64_t dropped_records) {
 
 void LogBuilder::Write(const std::string& path) {
   process_->Flush();
+  if (kernel_) kernel_->Flush();
   for (auto& t : threads_) t->Flush();
   log::FileHeader h;
   log::InitFileHeader(&h, 1'000'000'000, start_, pid_, 1, ncpus_);

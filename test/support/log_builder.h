@@ -64,6 +64,11 @@ class ThreadLog {
   // kThreadName: serial 0 names this stream's thread, else the thread stream
   // with that serial (written in the process stream).
   ThreadLog& Name(Tick ts, uint32_t cpu, uint32_t serial, const std::string& name);
+  // The kernel stream's records (LogBuilder::Kernel()): context switches of
+  // thread tid on cpu, and CPU samples.
+  ThreadLog& SwitchIn(Tick ts, uint32_t cpu, uint32_t tid);
+  ThreadLog& SwitchOut(Tick ts, uint32_t cpu, uint32_t tid, bool preempt = false);
+  ThreadLog& Sample(Tick ts, uint32_t cpu, uint32_t tid, uint64_t stack);
 
   uint32_t tid() const { return tid_; }
   uint32_t serial() const { return serial_; }
@@ -94,6 +99,10 @@ class LogBuilder {
   ThreadLog& Thread(uint32_t tid);
   // The process stream: stack definitions, modules, trace end.
   ThreadLog& Process() { return *process_; }
+  // The kernel stream (perf's context switches and samples, log_format.h
+  // kKernelSerial), made at the first call: with it the log is encoded in
+  // kernel mode (the switches decide where threads run).
+  ThreadLog& Kernel();
   // Shorthand for Process().StackDef(start, 0, id, pcs, epoch).
   void Stack(uint64_t id, std::vector<uint64_t> pcs, uint32_t epoch = 0);
   // The end record, written in the log's last chunk with the count of the
@@ -111,6 +120,7 @@ class LogBuilder {
   uint32_t pid_;
   size_t chunk_bytes_ = 512;
   std::unique_ptr<ThreadLog> process_;
+  std::unique_ptr<ThreadLog> kernel_;
   std::vector<std::unique_ptr<ThreadLog>> threads_;
   std::map<uint32_t, std::vector<std::vector<uint8_t>>> sealed_;  // serial -> chunks
   bool has_end_ = false;
