@@ -8,6 +8,7 @@
 #include "encoder/run.h"
 
 #include "encoder/ctl_client.h"
+#include "encoder/quiet_journal.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -619,6 +620,14 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   close(mfd);
   const std::string marker_real = RealPath(marker);
   if (!marker_real.empty()) marker = marker_real;
+  // The journal of quiet processes (issue 18, encoder/quiet_journal.h): the
+  // processes append to it and never create it, so one that outlives the
+  // run writes nothing once it is gone. If it cannot be made, processes
+  // make their logs at start (GOTRACE_STAGE=0), as before staging.
+  const std::string journal = marker + log::kQuietJournalSuffix;
+  const int jfd = open(journal.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const bool staging = jfd >= 0;
+  if (jfd >= 0) close(jfd);
 
   // The run's event logs go to a directory of our own on tmpfs (/dev/shm):
   // a short process creates and removes its log there for next to nothing,
@@ -670,6 +679,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("GOTRACE_DEFER", marker.c_str(), 1);
+    if (!staging) setenv("GOTRACE_STAGE", "0", 1);
     if (!log_dir.empty()) setenv("GOTRACE_LOG_DIR", log_dir.c_str(), 1);
     Exec(path, args);
   }
@@ -733,6 +743,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   req.log_dir = log_dir.empty() ? nullptr : log_dir.c_str();
   finish(req, lib.c_str());
   unlink(marker.c_str());
+  unlink(journal.c_str());  // read by finish (a failed finish leaves it)
   // Empty unless a process of the run still runs (it removes its log when
   // it has written its own trace).
   if (!log_dir.empty()) rmdir(log_dir.c_str());

@@ -26,6 +26,8 @@
 
 #include "encoder/encode.h"
 #include "encoder/log_summary.h"
+#include "encoder/log_format.h"
+#include "encoder/quiet_journal.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
@@ -217,6 +219,24 @@ std::string CommandLine(const std::vector<std::string>& argv) {
   return s;
 }
 
+// The journal of quiet processes (encoder/quiet_journal.h). A missing one
+// is an empty one (a launcher of the run could not make it, or nothing was
+// quiet); false if damaged (the entries before the damage are kept).
+bool ReadQuietJournal(const std::string& path, std::vector<log::QuietEntry>* out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    bytes.insert(bytes.end(), buf, buf + n);
+  }
+  close(fd);
+  return log::ParseQuietJournal(bytes.data(), bytes.size(), out);
+}
+
 // Encodes items[i] for every i in `jobs`, on every CPU.
 void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
                const GotraceFinishRequest& req) {
@@ -324,6 +344,43 @@ int FinishRun(const GotraceFinishRequest& req) {
     for (Item& it : found) items.push_back(std::move(it));
     (void)base;
     EncodeAll(items, jobs, req);
+  }
+
+  // The quiet processes that never made a log (staging): the journal's
+  // entries, read once every process of the run that ended has written its
+  // own (the marker is gone).
+  if (req.alive_path != nullptr) {
+    const std::string journal = std::string(req.alive_path) + log::kQuietJournalSuffix;
+    std::vector<log::QuietEntry> entries;
+    if (!ReadQuietJournal(journal, &entries) && !req.quiet)
+      std::fprintf(stderr, "%s: warning: %s is damaged: the quiet processes after the damage are not listed\n",
+                   prog, journal.c_str());
+    unlink(journal.c_str());
+    for (log::QuietEntry& e : entries) {
+      Item it;
+      it.readable = true;
+      it.quiet = true;
+      LogSummary& m = it.sum;
+      m.pid = e.h.pid;
+      m.ppid = e.h.ppid;
+      m.start_ns = e.h.start_ns;
+      m.end_ns = std::max(e.h.end_ns, e.h.start_ns);
+      m.complete = true;
+      m.argv = std::move(e.argv);
+      m.exe = std::move(e.exe);
+      m.descendant = (e.h.flags & log::kQuietDescendant) != 0;
+      if (e.h.exit_status == log::kQuietNoStatus) {
+        m.exit_status = -1;
+      } else if (e.h.exit_status & log::kExitExec) {
+        m.exec_d = true;
+      } else {
+        m.exit_status = static_cast<int64_t>(e.h.exit_status & 0xffff);
+      }
+      m.child_exits = std::move(e.children);
+      m.threads = 1;
+      m.records = e.h.records;
+      items.push_back(std::move(it));
+    }
   }
 
   // Give back or remove the logs. A log that stays (GOTRACE_KEEP_LOG, or one

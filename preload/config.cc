@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 
+#include "encoder/quiet_journal.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace {
@@ -45,6 +46,11 @@ void ReadConfig(Config* c) {
     if (v[0] == '/' && n < sizeof c->defer_path) {
       for (size_t i = 0; i <= n; ++i) c->defer_path[i] = v[i];
       c->defer = true;
+      const size_t k = sizeof log::kQuietJournalSuffix;  // with its NUL
+      if (n + k <= sizeof c->journal_path) {
+        for (size_t i = 0; i < n; ++i) c->journal_path[i] = v[i];
+        for (size_t i = 0; i < k; ++i) c->journal_path[n + i] = log::kQuietJournalSuffix[i];
+      }
     } else {
       Invalid("GOTRACE_DEFER", v, "the absolute path of the launcher's marker file");
     }
@@ -58,6 +64,7 @@ void ReadConfig(Config* c) {
     }
   }
   if ((v = getenv("GOTRACE_FOLLOW")) && *v) c->follow = Truthy(v);
+  if ((v = getenv("GOTRACE_STAGE")) && *v) c->stage = Truthy(v);
   if ((v = getenv("GOTRACE_CRASH")) && *v) c->crash = Truthy(v);
   if ((v = getenv("GOTRACE_FLUSH_MS")) && *v) {
     uint64_t ms;

@@ -45,6 +45,14 @@ struct Config {
   // GOTRACE_LOG_DIR (deferred mode only): where the launcher wants the event
   // logs (a tmpfs directory of its own), named after their traces.
   char log_dir[1024] = {0};
+  // Deferred mode: the launcher's journal of quiet processes (the marker's
+  // path + ".quiet", encoder/quiet_journal.h).
+  char journal_path[1040] = {0};
+  // GOTRACE_STAGE (default on; deferred mode, descendants only): record into
+  // memory until the process does something worth a trace of its own, and
+  // make the event log only then (runtime.cc, MaterializeSlow). 0: make it
+  // at start, as plain LD_PRELOAD does (for measurements).
+  bool stage = true;
   bool follow = true;                    // trace forked and exec'd children
   bool crash = true;                     // write the trace on crash and termination signals
   uint32_t flush_ms = 50;                // the flusher's period: kernel records, clock (0: no flusher)

@@ -51,6 +51,7 @@ GT_EXPORT uint64_t gotrace_annotate_task_begin_v1(uint64_t parent, const char* n
   const uint64_t id = g_next_task.fetch_add(1, std::memory_order_relaxed);
   HookScope scope(kGroupAnnotate);
   if (!scope.active()) return id;
+  Materialize();  // an annotated process is worth a trace (staging, issue 18)
   const Tick t = sys::Ticks();
   const uint32_t cpu = sys::CurrentCpu();
   const uint32_t stack = CaptureStack(scope, GT_FRAME(), t);
@@ -67,6 +68,7 @@ GT_EXPORT void gotrace_annotate_task_end_v1(uint64_t task) {
   if (task == 0) return;  // an untraced gotrace_task_begin's id: nothing began
   HookScope scope(kGroupAnnotate);
   if (!scope.active()) return;
+  Materialize();
   const Tick t = sys::Ticks();
   const uint32_t cpu = sys::CurrentCpu();
   const uint32_t stack = CaptureStack(scope, GT_FRAME(), t);
@@ -81,6 +83,7 @@ GT_EXPORT void gotrace_annotate_region_v1(uint64_t task, int mode, const char* n
   if (mode != 0 && mode != 1) return;  // not a call the header makes
   HookScope scope(kGroupAnnotate);
   if (!scope.active()) return;
+  Materialize();
   const Tick t = sys::Ticks();
   const uint32_t cpu = sys::CurrentCpu();
   const uint32_t stack = CaptureStack(scope, GT_FRAME(), t);
@@ -95,6 +98,7 @@ GT_EXPORT void gotrace_annotate_region_v1(uint64_t task, int mode, const char* n
 GT_EXPORT void gotrace_annotate_log_v1(uint64_t task, const char* category, const char* message) {
   HookScope scope(kGroupAnnotate);
   if (!scope.active()) return;
+  Materialize();
   const Tick t = sys::Ticks();
   const uint32_t cpu = sys::CurrentCpu();
   const uint32_t stack = CaptureStack(scope, GT_FRAME(), t);

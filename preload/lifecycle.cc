@@ -322,6 +322,17 @@ void WriteHeader() {
   (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
 }
 
+// Staging (issue 18, runtime.h): a descendant under the launcher records
+// into memory first. Not the program itself (its trace is always written),
+// not with GOTRACE_KEEP_LOG (its logs are wanted), not for services (trace
+// windows, the flight recorder, the control channel: they run long and
+// record from the start), not with threads.
+bool StagingAllowed() {
+  return g.config.stage && g.config.defer && g.descendant && g.config.journal_path[0] != '\0' &&
+         !g.config.keep_log && !g.config.flight && !g.config.control && !g.config.start_paused &&
+         g.window == 0 && g.app_threads.load(std::memory_order_relaxed) <= 1;
+}
+
 // A new log for this process image (start, fork child, failed exec, trace
 // window). `fork_child`: g.start_ns/start_ticks already hold when the image
 // began (a fork child's log starts at its first record, its process at the
@@ -335,22 +346,72 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
   }
-  if (!OpenLog()) return false;
+  // Staged (issue 18): no file until the process records something worth
+  // a trace of its own (MaterializeSlow).
+  const bool staged = StagingAllowed();
+  if (!staged && !OpenLog()) return false;
+  g.staged.store(staged, std::memory_order_seq_cst);
+  g.staged_heap_lo = ~uint64_t{0};
+  g.staged_heap_hi = 0;
+  g.ppid = static_cast<uint32_t>(sys::GetPPid());
   ResetLogState();
-  // The header has a page of its own; slots follow (log_format.h).
-  sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
-  WriteHeader();
+  if (!staged) {
+    // The header has a page of its own; slots follow (log_format.h).
+    sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
+    WriteHeader();
+  }
   g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
   ModulesReset();
   if (before_bind != nullptr) before_bind();
   g.bind.store((g.log_gen << 1) | 1, std::memory_order_release);
-  RescanModules(false, /*force_code_map=*/!fork_child);
+  if (staged) ModulesLater();  // a quiet process never needs them
+  else RescanModules(false, /*force_code_map=*/!fork_child);
   return true;
 }
 
 // Recording ends in this log: hooks pass through from now on.
 void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
+
+// Staging (issue 18): a process that ends without having recorded anything
+// worth a trace of its own leaves one entry in the run's journal (who, when,
+// how it ended, the children it reaped) instead of a log. A fork on its way
+// to exec that recorded nothing but its heap's last sample leaves nothing
+// (as its log used to be removed). Async-signal-safe: raw system calls,
+// memory it owns (the termination handler may call it).
+void QuietEnd() {
+  log::QuietChild kids[log::kQuietMaxChildren];
+  uint32_t nkids = 0;
+  uint64_t events = 0;
+  const uint64_t records = StagedSummary(kids, &nkids, &events);
+  const uint64_t status = g.exit_status.load(std::memory_order_acquire);
+  const bool exec_d = status != 0 && (status & ~kExitKnown) == log::kExitExec;
+  const uint64_t spare = g.heap_records.load(std::memory_order_relaxed) == 1 ? 1 : 0;
+  if (g.forked_image && exec_d && events <= spare) return;
+  log::QuietHeader h{};
+  h.pid = static_cast<uint32_t>(g.pid);
+  h.ppid = g.ppid;
+  h.image = g.image;
+  h.flags = (g.descendant ? log::kQuietDescendant : 0) | (g.forked_image ? log::kQuietForked : 0);
+  h.start_ns = g.start_ns;
+  h.end_ns = sys::MonotonicNs();
+  h.exit_status = status != 0 ? (status & ~kExitKnown) : log::kQuietNoStatus;
+  h.records = static_cast<uint32_t>(std::min<uint64_t>(records, 0xffffffffu));
+  h.nchild = nkids;
+  // A fork's image has no command line or executable of its own (as in its
+  // log, which records no process information).
+  const bool forked = g.forked_image;
+  alignas(8) uint8_t entry[log::kQuietMaxBytes];
+  const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, kids, forked ? nullptr : ExePath(),
+                                        forked ? nullptr : g.argv, forked ? 0 : static_cast<size_t>(g.argc));
+  if (n == 0) return;
+  // The launcher made the journal; gone, it read it already (this process
+  // outlived the run): nothing to say.
+  const long fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  (void)sys::Write(static_cast<int>(fd), entry, n);  // one write: entries never interleave
+  sys::Close(static_cast<int>(fd));
+}
 
 // The kernel's scheduling records (issue 13), and the log's note of where
 // this trace's scheduling comes from. When they are wanted and refused, one
@@ -394,6 +455,12 @@ void StartKernelSched() {
   g_kernel_tried.store(true);
   const char* why = nullptr;
   int err = 0;
+  // The kernel's records need a log to go to: a staged process makes its
+  // own now (it has run 10 ms, or is about to have threads).
+  if (g.config.sched != SchedMode::kInfer && g.staged.load(std::memory_order_acquire) &&
+      !MaterializeSlow()) {
+    return;
+  }
   const bool on = g.config.sched != SchedMode::kInfer && kernel::Open(g.config, &why, &err);
   char text[600];
   sys::Line l(text, sizeof text);
@@ -795,6 +862,10 @@ void Finalize(bool for_exec) {
   TracerScope tracer;
   ErrnoGuard errno_guard;
   if (for_exec) SetExitStatus(log::kExitExec);
+  if (g.staged.load(std::memory_order_acquire)) {
+    QuietEnd();  // nothing worth a trace: no log was ever made
+    return;
+  }
   const bool events = FlushEverything(false, for_exec || g.forked_image);
   // A fork on its way to exec (or a failed exec's _exit): nothing of its
   // own. Under a launcher that encodes later (GOTRACE_DEFER) any other
@@ -996,7 +1067,33 @@ void ProcessInfoAgain() {
   if (g.argv != nullptr) RecordProcessInfo(g.argc, g.argv);
 }
 
+std::atomic<bool> g_materializing{false};
+
 }  // namespace
+
+bool MaterializeSlow() {
+  if (!g.staged.load(std::memory_order_acquire)) return true;
+  // Re-entered: a crash inside, whose flush then ends the process quiet.
+  if (g_materializing.exchange(true, std::memory_order_acq_rel)) return false;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  bool ok = OpenLog();  // on failure it said so: recording ends here
+  if (ok) {
+    // The header page, then the streams' slots (their records so far).
+    sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
+    WriteHeader();
+    ok = MaterializeStreams();  // on failure recording stopped, with one line
+  }
+  g.staged.store(false, std::memory_order_seq_cst);
+  // Its modules (and the unwinder's code map), if no stack walk made them.
+  if (ok) EnsureModules();
+  if (g.log_fd < 0) {
+    Unbind();
+    g.phase.store(Phase::kDisabled, std::memory_order_seq_cst);
+  }
+  g_materializing.store(false, std::memory_order_release);
+  return ok;
+}
 
 bool WindowStart(sys::Line* reply) {
   WindowOp op;
@@ -1157,6 +1254,12 @@ void CrashFlush(int sig, bool in_handler) {
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
     return;
   if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));  // it dies of the signal
+  if (g.staged.load(std::memory_order_acquire) && !g_materializing.load(std::memory_order_acquire)) {
+    // Staged: nothing worth a trace was recorded; how it ended is said in
+    // the journal, as a quiet process's log would have said it.
+    QuietEnd();
+    return;
+  }
   t_state.depth += kTracerDepth;
   FlushEverything(true);
   // The launcher, still there, encodes the log and says what happened.
@@ -1427,6 +1530,8 @@ void AtExit() { Finalize(false); }
 // g.fork_log_pending is set; a child that execs or exits before recording
 // anything writes no file at all, as an empty one was removed before.
 void AtForkChild() {
+  // The child's log, when it makes one, decides for itself (StartLog).
+  g.staged.store(false, std::memory_order_relaxed);
   if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
     // A fork shares the parent's pages: each of ours that the child writes
     // is a copy-on-write fault, and each stretch of our code it runs (file
@@ -1538,10 +1643,6 @@ uint32_t ConfiguredCpus() {
 
 __attribute__((constructor(101))) void Init() {
   if (g.phase.load() != Phase::kUninit) return;
-  // Before anything else touches them (GOTRACE_DISABLE=1 pays for these
-  // two calls: a mode for measuring, not for use).
-  PopulateSmallGlobals();
-  PopulateOwnCode();
   TracerScope tracer;
   // Keep our own handle on stderr, high and close-on-exec (H27). A program
   // started with stderr closed (`2>&-`) gets no lines from us at all: the
@@ -1557,6 +1658,9 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
+  // Only once tracing is on: a process we do not trace pays for neither.
+  PopulateSmallGlobals();
+  PopulateOwnCode();
   sys::InitClock();
   g.pid = sys::GetPid();
   ReadLineage();
@@ -1612,6 +1716,9 @@ __attribute__((constructor(101))) void Init() {
   const uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
   g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
   g.sync_ticks = tps / 100;  // 10 ms: see Commit
+  // As the launcher judges a process quiet (log_summary.cc): a system call
+  // of 1 ms, or of the block threshold if that is longer, is worth a trace.
+  g.quiet_io_ticks = tps / 1'000'000 * std::max<uint64_t>(1'000'000, g.config.block_threshold_ns) / 1000;
   g.events = g.config.events;
   // Registered early, so they run late: after the program's own atexit /
   // at_quick_exit handlers and static destructors (H26).
@@ -1708,6 +1815,9 @@ void MaybeStartFlusher() {
 }
 
 void AppThreadCreating() {
+  // A staged process makes its log while it still has one thread (staging
+  // writes without locks: one writer).
+  Materialize();
   // Before the new thread exists: it inherits the kernel's events.
   MaybeStartKernelSched();
   g.app_threads.fetch_add(1, std::memory_order_acq_rel);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 
 #include "encoder/log_decode.h"
 #include "encoder/encode_api.h"
+#include "encoder/quiet_journal.h"
 #include "preload/heap.h"
 #include "preload/kernel_sched.h"
 #include "preload/lifecycle.h"
@@ -54,6 +56,10 @@ constexpr int kDtorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
 
 unwind::StackDepot g_depot;
 pthread_key_t g_key;
+SlotStream* KernelStream();
+void ProcStreamForChild();
+extern SlotStream g_proc;  // the process stream (below)
+extern SlotStream g_kern;  // the kernel's
 
 // --- Memory: the stream windows and the pool of thread records --------------
 // One region, reserved once (MAP_NORESERVE) and committed as touched:
@@ -94,6 +100,8 @@ void PoolResetForChild() {
             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   g_pool_used.store(0, std::memory_order_relaxed);
   g_free_head.store(0xffffffffull, std::memory_order_relaxed);
+  KernelStream()->file_gen = 0;
+  ProcStreamForChild();
   t_state.rec = nullptr;
   t_state.status = kThreadNew;
   t_state.bound = 0;
@@ -241,7 +249,17 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
   if (s->window == nullptr) return false;
   g.writers.fetch_add(1, std::memory_order_seq_cst);
   bool ok = final_flush || g.phase.load(std::memory_order_seq_cst) == Phase::kReady;
-  if (ok && s->log_gen != g.log_gen) {
+  if (ok && s->log_gen != g.log_gen && g.staged.load(std::memory_order_acquire)) {
+    // Staged: the window is the home slot, in plain memory, until the log
+    // is made (MaterializeSlow). One that still maps an earlier log's slot
+    // (a failed exec's) gets fresh memory first.
+    if (s->file_gen != 0) {
+      sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      s->file_gen = 0;
+    }
+    s->log_gen = g.log_gen;
+  } else if (ok && s->log_gen != g.log_gen) {
     const int64_t slot = NewSlot();
     ok = slot >= 0;
     if (ok) {
@@ -260,6 +278,7 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
       if (ok) (void)sys::PopulateWrite(s->window, 4096);
       if (ok) {
         s->log_gen = g.log_gen;
+        s->file_gen = g.log_gen;
       } else {
         char buf[200];
         sys::Line l(buf, sizeof buf);
@@ -278,6 +297,7 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
     if (s->log_gen != g.log_gen) {
       sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      s->file_gen = 0;
     }
     s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
   }
@@ -301,6 +321,9 @@ void StreamSeal(SlotStream* s) {
 // home slot, nothing is lost) when the copy cannot be written.
 bool StreamCopyOut(SlotStream* s, bool final_flush) {
   if (s->log_gen != g.log_gen || s->log_gen == 0 || !s->open) return false;
+  // A full buffer (or a thread's end) in a staged process: it has its log
+  // from now on.
+  if (g.staged.load(std::memory_order_acquire) && !MaterializeSlow()) return false;
   StreamSeal(s);
   g.writers.fetch_add(1, std::memory_order_seq_cst);
   bool ok = final_flush || g.phase.load(std::memory_order_seq_cst) == Phase::kReady;
@@ -325,6 +348,89 @@ bool StreamCopyOut(SlotStream* s, bool final_flush) {
     }
   }
   g.writers.fetch_sub(1, std::memory_order_release);
+  return ok;
+}
+
+// Staging (issue 18): a stream written in plain memory moves to a slot of
+// the log just made. Its records so far are copied there with one pwrite,
+// then the slot is mapped over the same window: the writer's pointers stay
+// valid and it goes on where it was. Only with no other thread recording
+// (a staged process has one thread; its signal handlers record nothing
+// while it is in here).
+bool MaterializeStream(SlotStream* s) {
+  if (s->window == nullptr || s->log_gen != g.log_gen || s->file_gen == g.log_gen) return true;
+  const int64_t slot = NewSlot();
+  if (slot < 0) return false;
+  const int fd = __atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE);
+  const uint64_t at = log::kSlotsOffset + uint64_t(slot) * g.slot_bytes;
+  // The header and everything written (a stream without an open chunk, one
+  // that never had room, copies its header: a reader skips it).
+  const size_t n = log::kSlotHeaderBytes + (s->open ? s->w.payload_size() : 0);
+  const long w = sys::PwriteAll(fd, s->window, n, at);
+  if (w != 0) {
+    char buf[1400];
+    sys::Line l(buf, sizeof buf);
+    l.Str("cannot write the event log ").Str(g.log_path).Str(" (");
+    l.Str(strerrordesc_np(static_cast<int>(-w))).Str(")");
+    StopRecording(l.c_str());
+    return false;
+  }
+  const long m = sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                           fd, static_cast<long>(at));
+  if (m != reinterpret_cast<long>(s->window)) {
+    char buf[200];
+    sys::Line l(buf, sizeof buf);
+    l.Str("cannot map the event log (").Str(strerrordesc_np(static_cast<int>(-m))).Str(")");
+    StopRecording(l.c_str());
+    // The window must stay usable memory whatever happened.
+    sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
+              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
+    s->open = false;
+    return false;
+  }
+  s->file_gen = g.log_gen;
+  return true;
+}
+
+uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events) {
+  uint64_t records = 0;
+  auto scan = [&](const SlotStream& s) {
+    if (s.window == nullptr || s.log_gen != g.log_gen || !s.open) return;
+    const uint8_t* p = s.window + log::kSlotHeaderBytes;
+    const uint8_t* end = p + s.w.payload_size();
+    Tick raw = s.hdr()->chunk.base_ticks;
+    while (p < end) {
+      log::RawRecord rec;
+      size_t used;
+      if (log::DecodeRecord(p, end, &raw, &rec, &used) != log::Decode::kOk) break;
+      ++records;
+      // Events of the trace (as CountEvents: not a thread's start, clock
+      // syncs, names, stack definitions).
+      if (s.serial != log::kProcessSerial && rec.type != log::kThreadStart &&
+          rec.type != log::kClockSync && rec.type != log::kThreadName && rec.type != log::kStackDef)
+        ++*events;
+      if (rec.type == log::kChildExit && *nkids < log::kQuietMaxChildren)
+        kids[(*nkids)++] = log::QuietChild{static_cast<uint32_t>(rec.f[0]), static_cast<uint32_t>(rec.f[1])};
+      p += used;
+    }
+  };
+  scan(g_proc);
+  const uint32_t used = PoolUsed();
+  for (uint32_t i = 0; i < used; ++i) {
+    const ThreadRec* r = PoolSlot(i);
+    if (r->in_use.load(std::memory_order_acquire) != 0) scan(r->s);
+  }
+  return records;
+}
+
+bool MaterializeStreams() {
+  bool ok = MaterializeStream(&g_proc) && MaterializeStream(&g_kern);
+  const uint32_t used = PoolUsed();
+  for (uint32_t i = 0; ok && i < used; ++i) {
+    ThreadRec* r = PoolSlot(i);
+    if (r->in_use.load(std::memory_order_acquire) != 0) ok = MaterializeStream(&r->s);
+  }
   return ok;
 }
 
@@ -568,6 +674,11 @@ ProcLock::~ProcLock() {
 // that this thread holds, H21), nor do signal handlers: they try once.
 ProcLock::ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acquire)) {}
 
+void ProcStreamForChild() {
+  // PoolResetForChild gave the whole region fresh memory.
+  g_proc.file_gen = 0;
+}
+
 void ProcInit(Tick base) {
   g_proc_lock.clear(std::memory_order_release);  // a forked child may inherit it taken
   g_proc.window = g_region;
@@ -705,8 +816,28 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
 }
 
 // `only_if_changed`: return at once when the loader's counters show no change.
+// Staging: a staged log starts without its module list and the unwinder's
+// code map (a quiet process never needs them: reading every loaded
+// object's program headers and unwind table locations was a quarter of a
+// short grep's cost); the first stack walk, or the log's materialization,
+// builds them (EnsureModules).
+std::atomic<bool> g_modules_pending{false};
+
+void ModulesLater() { g_modules_pending.store(true, std::memory_order_release); }
+
+void EnsureModules() {
+  if (GT_LIKELY(!g_modules_pending.load(std::memory_order_acquire))) return;
+  // Never waiting (a hook; or the caller itself holds it, inside a write
+  // of the process stream): a later call does it then.
+  ProcLock lock{ProcLock::Try{}};
+  if (!lock.held() || !g_modules_pending.load(std::memory_order_acquire)) return;
+  ErrnoGuard errno_guard;  // dl_iterate_phdr, readlink
+  RescanLocked(false, false, false, true);
+}
+
 void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush, bool force_code_map) {
   g_rescan_final = final_flush;
+  if (!final_flush) g_modules_pending.store(false, std::memory_order_release);
   // The unwinder's map of executable code (it keeps its own loader
   // counters, so it is brought up to date even when this scan is not).
   if (g.config.unwind != UnwindMode::kNone && !final_flush)
@@ -1233,6 +1364,7 @@ bool SpillSlow(ThreadRec* r) {
 
 uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   if (g.config.unwind == UnwindMode::kNone) return 0;
+  EnsureModules();
   ThreadRec* r = s.rec();
   uint64_t pcs[log::kMaxStackDepth + kOwnFrames];
   const auto f = reinterpret_cast<uintptr_t>(frame);
@@ -1331,10 +1463,38 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
 WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, const void* frame,
                            uint64_t aux)
     : rec_(s.rec()), kind_(kind), obj_(obj), aux_(aux) {
+  // A lock, condition, sleep, join: worth a trace; and the wait must be in
+  // the log (PublishWait) in case the process is killed in it.
+  Materialize();
   cpu0_ = sys::CurrentCpu();
   t0_ = sys::Ticks();
   stack_ = CaptureStack(s, frame, t0_);
   PublishWait(rec_, kind, cpu0_, stack_, obj, aux, 0, t0_, frame);
+}
+
+void MaterializeIfWouldBlock(int fd, long sysno) {
+  short events;
+  switch (sysno) {
+    case SYS_openat: case SYS_fsync: case SYS_fdatasync: case SYS_sync_file_range:
+      return;  // files and disks: they wait, but not without bound
+    case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv: case SYS_preadv2:
+    case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg: case SYS_accept: case SYS_accept4:
+      events = POLLIN;
+      break;
+    case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_pwritev: case SYS_pwritev2:
+    case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
+      events = POLLOUT;
+      break;
+    default:
+      // poll, select, epoll, a child, a signal, a lock, a message queue, a
+      // connection, DNS: it may wait as long as it likes.
+      (void)MaterializeSlow();
+      return;
+  }
+  if (fd < 0) return;
+  // Ready (or closed, or an error: the call returns at once): no wait.
+  struct pollfd p = {fd, events, 0};
+  if (sys::Syscall6(SYS_poll, reinterpret_cast<long>(&p), 1, 0) == 0) (void)MaterializeSlow();
 }
 
 uint64_t ThreadCpuNs(uint32_t tid) {
@@ -1392,7 +1552,15 @@ void SyscallRecorder::End() {
   if (LogMoved() && !MoveWait(r, 0, t0_)) return;
   UnpublishWait(r);
   const Tick d = t1 - t0_;
-  const uint32_t stack = d >= g.stack_min_ticks ? CaptureStack(scope_, frame_, t0_) : 0;
+  if (GT_UNLIKELY(d >= g.quiet_io_ticks)) Materialize();  // a long one: worth a trace
+  // Staged (still quiet after the check above): most such processes end
+  // quiet, and a first stack walk costs the module list, the unwinder's map
+  // of code and the program's unwind tables read in (50 to 60 us of a short
+  // grep's run): the call goes without a stack (README, "Quiet processes
+  // cost little").
+  const uint32_t stack = d >= g.stack_min_ticks && !g.staged.load(std::memory_order_relaxed)
+                             ? CaptureStack(scope_, frame_, t0_)
+                             : 0;
   if (GT_LIKELY(Reserve(r, log::kMaxFixedRecordBytes))) {
     r->s.w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
     Commit(r);
@@ -1440,6 +1608,13 @@ void RecordHeap(uint64_t live_bytes) {
   }
   if (r == nullptr) return;
   TracerScope tracer;
+  if (g.staged.load(std::memory_order_relaxed)) {
+    // A heap that moved 1 MiB from where it began is worth a trace
+    // (log_summary.cc: LogSummary::quiet).
+    g.staged_heap_lo = std::min(g.staged_heap_lo, live_bytes);
+    g.staged_heap_hi = std::max(g.staged_heap_hi, live_bytes);
+    if (g.staged_heap_hi - g.staged_heap_lo >= (uint64_t{1} << 20)) (void)MaterializeSlow();
+  }
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     const Tick t = sys::Ticks();
     r->s.w.Heap(t, sys::CurrentCpu(), live_bytes);

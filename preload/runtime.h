@@ -57,6 +57,7 @@ struct SlotStream {
   uint32_t tid = 0;
   uint32_t seq = 0;      // next chunk number
   uint32_t log_gen = 0;  // the log (g.log_gen) its home slot is in; 0: none mapped
+  uint32_t file_gen = 0;  // the log whose file is mapped at `window` (0: plain memory)
   bool open = false;     // a chunk is open in the home slot
   uint32_t chunk_flags = 0;  // log::kChunkNsTime: the stream's times are ns, not ticks
   log::SlotHeader* hdr() const { return reinterpret_cast<log::SlotHeader*>(window); }
@@ -133,6 +134,7 @@ struct Globals {
   uint64_t start_ns = 0;
   uint32_t ncpus = 1;
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
+  Tick quiet_io_ticks = ~Tick{0};  // a system call this long is worth a trace (staging)
   Tick sync_ticks = ~Tick{0} / 4;  // how often each recording thread writes a clock sync
   bool descendant = false;   // a child of the traced root (fork, exec'd, spawned)
   bool forked_image = false;  // this image began at a fork (not at an exec)
@@ -149,6 +151,13 @@ struct Globals {
   // trace of what came before is written at exit as usual.
   std::atomic<bool> stopped{false};
   std::atomic<uint32_t> writers{0};
+  // Issue 18 (staging): the current log has no file yet; every stream
+  // writes into plain memory until MaterializeSlow makes the file. Only in
+  // a one-thread descendant under the launcher (StagingAllowed).
+  std::atomic<bool> staged{false};
+  uint64_t staged_heap_lo = ~uint64_t{0};  // the heap's range while staged
+  uint64_t staged_heap_hi = 0;
+  uint32_t ppid = 0;  // the parent when this image's log began
   std::atomic<uint64_t> chunks_written{0};
   std::atomic<uint64_t> chunks_dropped{0};
   // Flight recorder: slots punched out of the log and not yet handed out
@@ -182,6 +191,29 @@ struct Globals {
   char self_path[1024] = {0};  // directory of libgotrace.so
 };
 extern Globals g;
+
+// --- Staging (issue 18) -------------------------------------------------------
+// A descendant under the launcher records into memory, not into a file,
+// until it does something that is worth a trace of its own (README, "Quiet
+// processes"): a wait other than a short system call, one about to block
+// on a pipe, socket or child, a thread, a heap that moved 1 MiB, an
+// annotation, a full buffer, a crash. Then the log file is made, what was
+// recorded is copied into it, and recording goes on there (kill-safe as
+// before). A process that never does leaves one journal entry at exit
+// (encoder/quiet_journal.h) instead of a log that the launcher would read
+// only to find it quiet: no file created, mapped, read and removed.
+//
+// Makes the log file of a staged process now. False if it could not (the
+// process is then not traced any more: one line said why).
+GT_NOINLINE bool MaterializeSlow();
+GT_ALWAYS_INLINE void Materialize() {
+  if (GT_UNLIKELY(g.staged.load(std::memory_order_relaxed))) (void)MaterializeSlow();
+}
+// A staged process about to do I/O on a descriptor of class `cls` (system
+// call `sysno`): makes its log first if the call may wait without bound (a
+// pipe, socket or tty that is not ready: poll with a zero timeout says), so
+// that a kill while it waits finds the wait in a log.
+GT_NOINLINE void MaterializeIfWouldBlock(int fd, long sysno);
 
 // --- Hook scope (G5) --------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "encoder/log_writer.h"
+#include "encoder/quiet_journal.h"
 #include "preload/runtime.h"
 
 namespace gotrace::internal {
@@ -46,6 +47,13 @@ bool StreamSpill(SlotStream* s, bool final_flush);
 SlotStream* KernelStream();
 // Stops recording for good in this log, with one line saying why.
 void StopRecording(const char* why);
+// Staging: every stream written in memory moves to a slot of the log file
+// just made (g.log_fd), keeping what it recorded. False if one could not.
+bool MaterializeStreams();
+// Staging: the records a staged process made (in memory), and the
+// children it reaped (up to log::kQuietMaxChildren), for its journal entry;
+// *events counts its threads' events (CountEvents' sense).
+uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events);
 // Shrinks the file to the slots handed out (it grows ahead of need).
 void TruncateLog();
 void AppendClockSync(log::ChunkWriter* w, uint32_t cpu);
@@ -78,6 +86,10 @@ void ProcReserve(size_t n, bool final_flush);
 void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush,
                   bool force_code_map = true);
 void ModulesReset();                   // forget every known module (new log)
+// Staging: the module list and the unwinder's code map are made when first
+// needed (EnsureModules: a stack walk, the log's materialization).
+void ModulesLater();
+void EnsureModules();
 
 // Interns a stack in the process's stack depot (lock-free); 0 if full.
 uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh);
@@ -115,5 +127,7 @@ bool RedefineStack(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* 
 
 // Our code's address range and directory (dladdr), found once.
 void FindSelf();
+// This image's executable (/proc/self/exe), read once. Async-signal-safe.
+const char* ExePath();
 
 }  // namespace gotrace::internal

@@ -192,6 +192,87 @@ TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for e
   }
 }
 
+// The index entry of the first process whose argv starts with `argv0`.
+std::string IndexEntry(const std::string& index, const std::string& argv0) {
+  const size_t at = index.find("\"argv\": [\"" + argv0 + "\"");
+  if (at == std::string::npos) return "";
+  const size_t begin = index.rfind('{', at);
+  return index.substr(begin, index.find('}', index.find("\"records\": ", at)) - begin + 1);
+}
+
+TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that turns out worth a trace keeps all it recorded",
+          "[run][staging]") {
+  TempDir dir;
+  // ls runs while bash (the program: its log is made at its start) is the
+  // only process of the run with a log: every other has been quiet so far
+  // and recorded into memory (the fork that opens listing.txt too).
+  const std::string script =
+      "ls -a \"$GOTRACE_LOG_DIR\" > listing.txt\n"
+      "/bin/false || true\n" +
+      Scenario("staged_late") + "\n"
+      "sh -c 'kill -TERM $$' || true\n";
+  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
+  const ProcResult r = Wrap({"-o", dir.File("s.trace"), "--", "/bin/bash", dir.File("job.sh")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "done\n");
+  const std::string listing = Slurp(dir.File("listing.txt"));
+  INFO("the log directory while ls ran:\n" << listing);
+  CHECK(Occurrences(listing, ".gtlog") == 1);
+  const std::string index = Slurp(dir.File("s.trace.index.json"));
+  INFO(index);
+  // Quiet: listed with what the process said of itself in its entry.
+  const std::string ls = IndexEntry(index, "ls");
+  CHECK_THAT(ls, Catch::Contains("\"exe\": \"/usr/bin/ls\"") && Catch::Contains("\"quiet\": true") &&
+                     Catch::Contains("\"trace\": null") && Catch::Contains("\"exit\": {\"code\":0}"));
+  CHECK_THAT(IndexEntry(index, "/bin/false"), Catch::Contains("\"exit\": {\"code\":1}") &&
+                                                   Catch::Contains("\"quiet\": true"));
+  // Killed by a signal it did not handle, while quiet: its entry says how.
+  CHECK_THAT(IndexEntry(index, "sh"), Catch::Contains("\"exit\": {\"signal\":15,\"name\":\"SIGTERM\"}") &&
+                                          Catch::Contains("\"quiet\": true"));
+  // Worth a trace from its sleep on: the trace has its short calls before
+  // it too, and the sleep with its stack.
+  const std::string late = IndexEntry(index, Scenario("staged_late"));
+  CHECK_THAT(late, Catch::Contains("\"quiet\": false") && Catch::Contains("\"exit\": {\"code\":0}"));
+  const size_t t = late.find("\"trace\": \"");
+  REQUIRE(t != std::string::npos);
+  const std::string trace = dir.File(late.substr(t + 10, late.find('"', t + 10) - t - 10));
+  const ParsedTrace p = ParseWithGo(trace);
+  INFO(trace << ": " << p.error);
+  REQUIRE(p.ok);
+  REQUIRE(p.Count("GoSleep") == 1);
+  const int64_t slept = p.Find("GoSleep")[0]->ts;
+  size_t before = 0;
+  for (const GoEvent* e : p.Find("GoSysCall")) before += e->ts < slept ? 1 : 0;
+  CHECK(before >= 9);  // the open and the 8 reads
+  const ProcResult rep = RunProcess({kGotrace, "report", "--format", "json", trace});
+  REQUIRE(rep.Exited(0));
+  CHECK_THAT(rep.out, Catch::Contains("\"func\":\"nap\",\"file\":\"" + std::string(GOTRACE_SCENARIO_SRC) +
+                                      "/staged_late.c\""));
+}
+
+TEST_CASE("staging: a process killed while it waits on a pipe is recovered from its log", "[run][staging]") {
+  TempDir dir;
+  // cat waits on a pipe that stays empty: before it blocks, it makes its
+  // log (the pipe was not ready), so the kill finds the wait in a log.
+  const std::string script = "(sleep 0.6) | cat & c=$!\nsleep 0.3\nkill -KILL $c\nwait\n";
+  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
+  const ProcResult r = Wrap({"-o", dir.File("k.trace"), "--", "/bin/bash", dir.File("job.sh")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.err, Catch::Contains("recovered "));
+  const std::string index = Slurp(dir.File("k.trace.index.json"));
+  INFO(index);
+  const std::string cat = IndexEntry(index, "cat");
+  CHECK_THAT(cat, Catch::Contains("\"recovered\": true") && Catch::Contains("\"signal\":9"));
+  const size_t t = cat.find("\"trace\": \"");
+  REQUIRE(t != std::string::npos);
+  const ParsedTrace p = ParseWithGo(dir.File(cat.substr(t + 10, cat.find('"', t + 10) - t - 10)));
+  INFO(p.error);
+  REQUIRE(p.ok);
+  CHECK(p.Count("GoBlockNet") + p.Count("GoSysBlock") >= 1);  // blocked in its read at the end
+}
+
 TEST_CASE("plain LD_PRELOAD still writes the trace at exit; GOTRACE_DEFER without its marker too",
           "[run]") {
   TempDir dir;
