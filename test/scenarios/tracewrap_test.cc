@@ -219,10 +219,12 @@ TEST_CASE("tracewrap: a background job that outlives the program keeps its log a
   // Its log is still open when the program ends: not a killed process's. It
   // must be left alone (recovering it, or removing it as empty, took the log
   // from under the job, whose own trace then failed).
+  // (The program waits a little first: a job that has recorded nothing
+  // worth a trace yet has no log at all, staging, and is not listed.)
   TempDir dir;
-  const ProcResult r =
-      Wrap({"-o", dir.File("bg.trace"), "--", "sh", "-c", "(sleep 1.5; echo bg-done >&2) & echo fg"},
-           dir);
+  const ProcResult r = Wrap(
+      {"-o", dir.File("bg.trace"), "--", "sh", "-c", "(sleep 1.5; echo bg-done >&2) & sleep 0.2; echo fg"},
+      dir);
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.Exited(0));
   CHECK_THAT(r.err, Catch::Contains("still running"));
