@@ -3,6 +3,7 @@
 #include "preload/config.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/auxv.h>
 
 #include "encoder/quiet_journal.h"
@@ -30,18 +31,58 @@ bool ItemIs(const char* s, const char* e, const char* name) {
   return s == e && *n == '\0';
 }
 
+// The GOTRACE_* variables, found in one pass over the environment (one
+// getenv per variable scanned all of it each time: 8 us of every traced
+// process's start, issue 18).
+constexpr int kMaxVars = 64;
+const char* g_var_names[kMaxVars];   // after "GOTRACE_", up to '='
+const char* g_var_values[kMaxVars];  // after '='
+int g_nvars = 0;
+
+void ReadVars() {
+  g_nvars = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr && g_nvars < kMaxVars; ++e) {
+    const char* s = *e;
+    if (s[0] != 'G' || s[1] != 'O' || s[2] != 'T' || s[3] != 'R' || s[4] != 'A' || s[5] != 'C' ||
+        s[6] != 'E' || s[7] != '_') {
+      continue;
+    }
+    const char* v = s + 8;
+    while (*v != '\0' && *v != '=') ++v;
+    if (*v != '=') continue;
+    g_var_names[g_nvars] = s + 8;
+    g_var_values[g_nvars] = v + 1;
+    ++g_nvars;
+  }
+}
+
 }  // namespace
+
+const char* Var(const char* name) {
+  // The first definition, as getenv.
+  for (int i = 0; i < g_nvars; ++i) {
+    const char* a = g_var_names[i];
+    const char* b = name;
+    while (*b != '\0' && *a == *b) {
+      ++a;
+      ++b;
+    }
+    if (*b == '\0' && *a == '=') return g_var_values[i];
+  }
+  return nullptr;
+}
 
 void ReadConfig(Config* c) {
   if (getauxval(AT_SECURE) != 0) {
     c->enabled = false;  // H29: setuid/setgid/capabilities: never trace
     return;
   }
+  ReadVars();
   const char* v;
-  if ((v = getenv("GOTRACE_DISABLE")) && Truthy(v)) c->enabled = false;
-  if ((v = getenv("GOTRACE_QUIET"))) c->quiet = Truthy(v);
-  if ((v = getenv("GOTRACE_KEEP_LOG"))) c->keep_log = Truthy(v);
-  if ((v = getenv("GOTRACE_DEFER")) && *v) {
+  if ((v = Var("DISABLE")) && Truthy(v)) c->enabled = false;
+  if ((v = Var("QUIET"))) c->quiet = Truthy(v);
+  if ((v = Var("KEEP_LOG"))) c->keep_log = Truthy(v);
+  if ((v = Var("DEFER")) && *v) {
     const size_t n = sys::StrLen(v);
     if (v[0] == '/' && n < sizeof c->defer_path) {
       for (size_t i = 0; i <= n; ++i) c->defer_path[i] = v[i];
@@ -55,7 +96,7 @@ void ReadConfig(Config* c) {
       Invalid("GOTRACE_DEFER", v, "the absolute path of the launcher's marker file");
     }
   }
-  if ((v = getenv("GOTRACE_LOG_DIR")) && *v) {
+  if ((v = Var("LOG_DIR")) && *v) {
     const size_t n = sys::StrLen(v);
     if (v[0] == '/' && n < sizeof c->log_dir) {
       for (size_t i = 0; i <= n; ++i) c->log_dir[i] = v[i];
@@ -63,55 +104,55 @@ void ReadConfig(Config* c) {
       Invalid("GOTRACE_LOG_DIR", v, "the absolute path of the launcher's log directory");
     }
   }
-  if ((v = getenv("GOTRACE_FOLLOW")) && *v) c->follow = Truthy(v);
-  if ((v = getenv("GOTRACE_STAGE")) && *v) c->stage = Truthy(v);
-  if ((v = getenv("GOTRACE_CRASH")) && *v) c->crash = Truthy(v);
-  if ((v = getenv("GOTRACE_FLUSH_MS")) && *v) {
+  if ((v = Var("FOLLOW")) && *v) c->follow = Truthy(v);
+  if ((v = Var("STAGE")) && *v) c->stage = Truthy(v);
+  if ((v = Var("CRASH")) && *v) c->crash = Truthy(v);
+  if ((v = Var("FLUSH_MS")) && *v) {
     uint64_t ms;
     if (sys::ParseU64(v, &ms) && ms <= 3'600'000) c->flush_ms = static_cast<uint32_t>(ms);
     else Invalid("GOTRACE_FLUSH_MS", v, "a number of milliseconds (0: only when buffers fill)");
   }
-  if ((v = getenv("GOTRACE_SYMBOLS")) && *v && !sys::StrEq(v, "fast") && !sys::StrEq(v, "full"))
+  if ((v = Var("SYMBOLS")) && *v && !sys::StrEq(v, "fast") && !sys::StrEq(v, "full"))
     Invalid("GOTRACE_SYMBOLS", v, "fast or full");
-  if ((v = getenv("GOTRACE_UNWIND")) && *v) {
+  if ((v = Var("UNWIND")) && *v) {
     if (sys::StrEq(v, "auto")) c->unwind = UnwindMode::kAuto;
     else if (sys::StrEq(v, "fp")) c->unwind = UnwindMode::kFp;
     else if (sys::StrEq(v, "libunwind")) c->unwind = UnwindMode::kLibunwind;
     else if (sys::StrEq(v, "none")) c->unwind = UnwindMode::kNone;
     else Invalid("GOTRACE_UNWIND", v, "auto, fp, libunwind or none");
   }
-  if ((v = getenv("GOTRACE_DEPTH")) && *v) {
+  if ((v = Var("DEPTH")) && *v) {
     uint64_t d;
     if (sys::ParseU64(v, &d) && d >= 1 && d <= 128) c->depth = static_cast<uint32_t>(d);
     else Invalid("GOTRACE_DEPTH", v, "a number of frames from 1 to 128");
   }
-  if ((v = getenv("GOTRACE_BUFFER_KB")) && *v) {
+  if ((v = Var("BUFFER_KB")) && *v) {
     uint64_t kb;
     if (sys::ParseU64(v, &kb) && kb >= 4 && kb <= 65536) c->buffer_kb = static_cast<uint32_t>(kb);
     else Invalid("GOTRACE_BUFFER_KB", v, "a size in KiB from 4 to 65536");
   }
-  if ((v = getenv("GOTRACE_SCHED")) && *v) {
+  if ((v = Var("SCHED")) && *v) {
     if (sys::StrEq(v, "auto")) c->sched = SchedMode::kAuto;
     else if (sys::StrEq(v, "kernel")) c->sched = SchedMode::kKernel;
     else if (sys::StrEq(v, "infer")) c->sched = SchedMode::kInfer;
     else Invalid("GOTRACE_SCHED", v, "auto, kernel or infer");
   }
-  if ((v = getenv("GOTRACE_CPU_HZ")) && *v) {
+  if ((v = Var("CPU_HZ")) && *v) {
     uint64_t hz;
     if (sys::ParseU64(v, &hz) && hz <= 100000) c->cpu_hz = static_cast<uint32_t>(hz);
     else Invalid("GOTRACE_CPU_HZ", v, "samples per second, 0 to 100000 (0: none)");
   }
-  if ((v = getenv("GOTRACE_MAX_MB")) && *v) {
+  if ((v = Var("MAX_MB")) && *v) {
     uint64_t mb;
     if (sys::ParseU64(v, &mb) && mb <= (uint64_t{1} << 30)) c->max_mb = static_cast<uint32_t>(mb);
     else Invalid("GOTRACE_MAX_MB", v, "a size in MiB (0: no limit)");
   }
-  if ((v = getenv("GOTRACE_BLOCK_US")) && *v) {
+  if ((v = Var("BLOCK_US")) && *v) {
     uint64_t us;
     if (sys::ParseU64(v, &us) && us <= 3'600'000'000ull) c->block_threshold_ns = us * 1000;
     else Invalid("GOTRACE_BLOCK_US", v, "a number of microseconds");
   }
-  if ((v = getenv("GOTRACE_EVENTS")) && *v) {
+  if ((v = Var("EVENTS")) && *v) {
     uint32_t groups = 0;
     bool ok = true;
     for (const char* s = v; ok;) {
@@ -132,16 +173,16 @@ void ReadConfig(Config* c) {
     else Invalid("GOTRACE_EVENTS", v,
                  "a comma-separated list of all, none, sync, sleep, io, heap, annotate");
   }
-  if ((v = getenv("GOTRACE_START")) && *v) {
+  if ((v = Var("START")) && *v) {
     if (sys::StrEq(v, "paused")) c->start_paused = true;
     else if (sys::StrEq(v, "running")) c->start_paused = false;
     else Invalid("GOTRACE_START", v, "paused or running");
   }
-  if ((v = getenv("GOTRACE_MODE")) && *v) {
+  if ((v = Var("MODE")) && *v) {
     if (sys::StrEq(v, "flight")) c->flight = true;
     else if (!sys::StrEq(v, "full")) Invalid("GOTRACE_MODE", v, "full or flight");
   }
-  if ((v = getenv("GOTRACE_FLIGHT")) && *v) {
+  if ((v = Var("FLIGHT")) && *v) {
     // 30s, 500ms, 64MiB, 64MB
     const size_t n = sys::StrLen(v);
     char num[32] = {0};
@@ -169,8 +210,8 @@ void ReadConfig(Config* c) {
   // A paused process is only ever started through its control channel, and
   // a flight recorder is read through it (snapshot).
   c->control = c->start_paused || c->flight;
-  if ((v = getenv("GOTRACE_CTL")) && *v) c->control = c->start_paused || c->flight || Truthy(v);
-  if ((v = getenv("GOTRACE_OUT")) && *v) {
+  if ((v = Var("CTL")) && *v) c->control = c->start_paused || c->flight || Truthy(v);
+  if ((v = Var("OUT")) && *v) {
     const size_t n = sys::StrLen(v);
     if (n < sizeof c->out_template) {
       for (size_t i = 0; i <= n; ++i) c->out_template[i] = v[i];

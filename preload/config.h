@@ -79,6 +79,9 @@ struct Config {
 
 // Reads the environment into *c; reports invalid values on stderr.
 void ReadConfig(Config* c);
+// GOTRACE_<name> as the environment had it when ReadConfig ran (nullptr:
+// unset). No allocation, async-signal-safe.
+const char* Var(const char* name);
 
 // Expands %p (pid), %e (executable name) and %% in tmpl; a relative result is
 // made absolute against cwd. False if it does not fit.

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
 #include <link.h>
@@ -196,9 +197,13 @@ bool g_live_key_ok = false;
 
 // The small globals (.data and .bss without the large tables: about 9
 // pages) are written all over by start-up: the pool, the keys, the module
-// map, the resolved functions, the log state; and again by a fork child
-// (each page a copy-on-write fault there). One system call maps them in,
-// instead of a page fault each (issue 18: 15 to 20 us apiece here).
+// map, the resolved functions, the log state. One system call maps them in,
+// instead of a page fault each (issue 18: 15 to 20 us apiece on the VM this
+// was first measured on). Not in a process that starts staged, nor in a
+// fork child: they touch a few of these pages and of our code's, and on a
+// machine where a fault costs 1 to 2 us (this one, 2026-11-25) mapping all
+// of them cost more than it saved: 12 us per staged process, 40 us per
+// fork of a traced shell (test/bench/spawn_cost, a 300-fork shell loop).
 GT_ALWAYS_INLINE void PopulateSmallGlobals() {
 #if defined(GOTRACE_LBSS_SYMBOL)
   // g is .data's largest object, at its start.
@@ -362,11 +367,15 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
   }
   g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
-  ModulesReset();
+  ModulesReset(/*populate=*/!staged);
   if (before_bind != nullptr) before_bind();
   g.bind.store((g.log_gen << 1) | 1, std::memory_order_release);
-  if (staged) ModulesLater();  // a quiet process never needs them
-  else RescanModules(false, /*force_code_map=*/!fork_child);
+  if (staged) {
+    ModulesLater();  // a quiet process never needs them
+  } else {
+    (void)EnsureDepot();
+    RescanModules(false, /*force_code_map=*/!fork_child);
+  }
   return true;
 }
 
@@ -401,8 +410,19 @@ void QuietEnd() {
   // A fork's image has no command line or executable of its own (as in its
   // log, which records no process information).
   const bool forked = g.forked_image;
+  // The executable as it was run (AT_EXECFN, against the start directory if
+  // relative: a script's own path, not its interpreter's): /proc/self/exe's
+  // first reading costs a new process 15 to 25 us, most of a quiet one's end.
+  char exe[1200];
+  exe[0] = '\0';
+  if (!forked) {
+    const auto* fn = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
+    sys::Line l(exe, sizeof exe);
+    if (fn != nullptr && fn[0] != '/' && g.cwd[0] != '\0') l.Str(g.cwd).Char('/');
+    if (fn != nullptr) l.Str(fn);
+  }
   alignas(8) uint8_t entry[log::kQuietMaxBytes];
-  const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, kids, forked ? nullptr : ExePath(),
+  const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, kids, forked ? nullptr : exe,
                                         forked ? nullptr : g.argv, forked ? 0 : static_cast<size_t>(g.argc));
   if (n == 0) return;
   // The launcher made the journal; gone, it read it already (this process
@@ -1085,8 +1105,15 @@ bool MaterializeSlow() {
     ok = MaterializeStreams();  // on failure recording stopped, with one line
   }
   g.staged.store(false, std::memory_order_seq_cst);
-  // Its modules (and the unwinder's code map), if no stack walk made them.
-  if (ok) EnsureModules();
+  // Its modules (and the unwinder's code map) and stack depot, if no stack
+  // walk made them.
+  if (ok) {
+    (void)EnsureDepot();
+    EnsureModules();
+    // Who it is (RecordProcessInfo left it for now). A fork's image has no
+    // record of its own, as when its log starts unstaged.
+    if (!g.forked_image && g.argv != nullptr) WriteProcessInfo(g.argc, g.argv, /*wait=*/false);
+  }
   if (g.log_fd < 0) {
     Unbind();
     g.phase.store(Phase::kDisabled, std::memory_order_seq_cst);
@@ -1532,14 +1559,6 @@ void AtExit() { Finalize(false); }
 void AtForkChild() {
   // The child's log, when it makes one, decides for itself (StartLog).
   g.staged.store(false, std::memory_order_relaxed);
-  if (g.phase.load(std::memory_order_acquire) == Phase::kReady) {
-    // A fork shares the parent's pages: each of ours that the child writes
-    // is a copy-on-write fault, and each stretch of our code it runs (file
-    // pages: not carried over by fork) a fault too. A shell's child runs
-    // this, some hooks and the exec's: two system calls map all of it in.
-    PopulateSmallGlobals();
-    PopulateOwnCode();
-  }
   g_ending.store(false, std::memory_order_relaxed);  // the child's life begins
   // Module reads and unloads in progress in the parent's other threads
   // ended with the fork: none holds the child's dlclose back.
@@ -1585,11 +1604,11 @@ void AtForkChild() {
 // Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n") from the environment.
 void ReadLineage() {
   uint64_t v;
-  const char* root = getenv("GOTRACE_ROOT_PID");
+  const char* root = Var("ROOT_PID");
   g.root_pid = (root != nullptr && sys::ParseU64(root, &v)) ? static_cast<int>(v) : g.pid;
   g.descendant = g.root_pid != g.pid;
   g.image = 0;
-  if (const char* img = getenv("GOTRACE_IMAGE")) {
+  if (const char* img = Var("IMAGE")) {
     // Only an image exec'd by the same process (same pid) continues its count.
     char pid_part[24] = {0};
     size_t i = 0;
@@ -1607,6 +1626,13 @@ void ReadLineage() {
 // were three page faults of libc's code in every process; this is none.
 // glibc's own answer if the file cannot be read or parsed.
 uint32_t ConfiguredCpus() {
+  // Passed down by the launcher or a traced parent (ExecEnvironment): the
+  // file below costs a new process 10 to 15 us (sysfs).
+  uint64_t passed;
+  if (const char* v = Var("NCPUS"); v != nullptr && sys::ParseU64(v, &passed) && passed > 0 &&
+                                    passed <= (1u << 20)) {
+    return static_cast<uint32_t>(passed);
+  }
   char buf[256];
   long n = -1;
   const long fd = sys::OpenAt(-100, "/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC, 0);
@@ -1658,12 +1684,15 @@ __attribute__((constructor(101))) void Init() {
     g.phase.store(Phase::kDisabled);
     return;
   }
-  // Only once tracing is on: a process we do not trace pays for neither.
-  PopulateSmallGlobals();
-  PopulateOwnCode();
   sys::InitClock();
   g.pid = sys::GetPid();
   ReadLineage();
+  // Only once tracing is on, and not in a process that starts staged (it
+  // touches a fraction of them, and most such processes end quiet).
+  if (!(g.config.stage && g.config.defer && g.descendant)) {
+    PopulateSmallGlobals();
+    PopulateOwnCode();
+  }
   g.ncpus = ConfiguredCpus();
   if (sys::Getcwd(g.cwd, sizeof g.cwd) < 0) g.cwd[0] = '\0';
   const char* missing = nullptr;
@@ -1675,7 +1704,8 @@ __attribute__((constructor(101))) void Init() {
     return;
   }
   FindSelf();
-  if (!PoolInit(g.config.buffer_kb) || !DepotInit()) {
+  DepotInit();
+  if (!PoolInit(g.config.buffer_kb)) {
     Disable("cannot reserve memory for the tracer");
     return;
   }
@@ -1761,7 +1791,8 @@ uint32_t StartForkChildLog() {
   ErrnoGuard errno_guard;
   // StartLog moves the phase to kReady; until then it stays kShutdown (a
   // thread counting the heap meanwhile goes on counting).
-  if (!DepotInit() || !StartLog(/*fork_child=*/true)) {
+  DepotInit();
+  if (!StartLog(/*fork_child=*/true)) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
     return 0;
   }
@@ -1790,7 +1821,8 @@ void AfterFailedExec() {
   // log at its next hook (the log generation moved).
   sys::Close(g.log_fd);  // the finished image's log (its trace is written)
   g.log_fd = -1;
-  if (!DepotInit() || !StartLog()) return;
+  DepotInit();
+  if (!StartLog()) return;
   RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                             log::kThreadMain | log::kThreadExisted);
   MaybeStartFlusher();
@@ -1883,11 +1915,15 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env) {
   sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)
       .Str("GOTRACE_IMAGE=").U64(static_cast<uint64_t>(g.pid)).Char(':').U64(g.image + 1);
+  sys::Line(env->ncpus, sizeof env->ncpus).Str("GOTRACE_NCPUS=").U64(g.ncpus);
   size_t n = 0;
   for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {
     const char* e = envp[i];
-    if (StartsWith(e, "GOTRACE_ROOT_PID=") || StartsWith(e, "GOTRACE_IMAGE=")) continue;
-    if (n + 3 >= ExecEnv::kMax) return false;
+    if (StartsWith(e, "GOTRACE_ROOT_PID=") || StartsWith(e, "GOTRACE_IMAGE=") ||
+        StartsWith(e, "GOTRACE_NCPUS=")) {
+      continue;
+    }
+    if (n + 4 >= ExecEnv::kMax) return false;
     if (!follow && StartsWith(e, "LD_PRELOAD=")) {
       // GOTRACE_FOLLOW=0: the children run untraced; keep the user's other
       // preloads (LD_PRELOAD is separated by colons or spaces, ld.so(8)).
@@ -1912,6 +1948,7 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env) {
   if (follow) {
     env->ptrs[n++] = env->root;
     env->ptrs[n++] = env->image;
+    env->ptrs[n++] = env->ncpus;
   }
   env->ptrs[n] = nullptr;
   return true;

@@ -49,6 +49,7 @@ struct ExecEnv {
   char* ptrs[kMax];
   char root[48];
   char image[64];
+  char ncpus[40];
   char preload[4096];
 };
 bool ExecEnvironment(char* const* envp, ExecEnv* env);

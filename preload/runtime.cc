@@ -106,11 +106,32 @@ void PoolResetForChild() {
   t_state.status = kThreadNew;
   t_state.bound = 0;
 }
-bool DepotInit() {
+// The stack depot and the unwinder's row cache are made at the first stack
+// (EnsureDepot), not with the log: a staged process that stays quiet never
+// walks a stack (three mappings and three pages it would map in for
+// nothing). A log that is not staged makes them at its start.
+enum : int { kDepotNone = 0, kDepotLater = 1, kDepotBusy = 2, kDepotReady = 3, kDepotFailed = 4 };
+std::atomic<int> g_depot_state{kDepotNone};
+static_assert(kDepotReady == 3, "EnsureDepot (runtime_internal.h) tests for 3");
+
+void DepotInit() { g_depot_state.store(kDepotLater, std::memory_order_release); }
+
+bool EnsureDepotSlow() {
+  int s = g_depot_state.load(std::memory_order_acquire);
+  // Made by another thread this instant: this stack goes without (a hook
+  // never waits).
+  if (s != kDepotLater ||
+      !g_depot_state.compare_exchange_strong(s, kDepotBusy, std::memory_order_acq_rel)) {
+    return g_depot_state.load(std::memory_order_acquire) == kDepotReady;
+  }
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
   // The unwinder's row cache (kept across forks: the child has the same
   // code); without it walks still work, decoding every frame anew.
   (void)unwind::UnwindInit();
-  return g_depot.Init(size_t{1} << 20, size_t{64} << 20);
+  const bool ok = g_depot.Init(size_t{1} << 20, size_t{64} << 20);
+  g_depot_state.store(ok ? kDepotReady : kDepotFailed, std::memory_order_release);
+  return ok;
 }
 
 ThreadRec* AllocRec() {
@@ -125,9 +146,11 @@ ThreadRec* AllocRec() {
     g_pool_used.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
-  // A fresh record: its pages are written at once; mapped in by one system
-  // call rather than a page fault each (sys::PopulateWrite).
-  (void)sys::PopulateWrite(Slot(i), g_rec_bytes);
+  // A fresh record: its first page (all but the stack cache) is written at
+  // once; mapped in by one system call rather than a page fault. The stack
+  // cache's pages are touched by the first stacks, if any (a staged
+  // process records none).
+  (void)sys::PopulateWrite(Slot(i), 4096);
   ThreadRec* r = new (Slot(i)) ThreadRec;  // default-init: see ThreadRec::stack_cache
   r->index = i;
   r->s.window = reinterpret_cast<uint8_t*>(r) + g_rec_bytes;
@@ -736,10 +759,11 @@ std::atomic<bool> g_unknown_walked{false};
 unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 bool g_rescan_final = false;  // the rescan in progress is the exit path's
 
-void ModulesReset() {
-  // The table's first page is written at once (a log's module list):
-  // mapped in by one system call rather than a fault (sys::PopulateWrite).
-  (void)sys::PopulateWrite(g_modules, 4096);
+void ModulesReset(bool populate) {
+  // The table's first page is written at once (a log's module list, unless
+  // staged: then later, if ever): mapped in by one system call rather than
+  // a fault (sys::PopulateWrite).
+  if (populate) (void)sys::PopulateWrite(g_modules, 4096);
   g_nmodules.store(0, std::memory_order_release);
   g_seen_adds = g_seen_subs = ~0ull;
 }
@@ -983,6 +1007,7 @@ bool ObjectOf(const void* addr, uintptr_t* base, const char** name) {
 namespace internal {
 
 uint32_t InternStack(const uint64_t* pcs, size_t n, uint32_t epoch, bool* fresh) {
+  if (!EnsureDepot()) return 0;
   return g_depot.Intern(pcs, n, epoch, fresh, g.log_gen);
 }
 
@@ -1125,6 +1150,7 @@ bool WriteStandIn(const StandInThread& t) {
 }
 
 bool RedefineStack(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* n, uint32_t* epoch) {
+  if (!EnsureDepot()) return false;
   return g_depot.Redefine(id, log_gen, pcs, n, epoch);
 }
 
@@ -1240,6 +1266,14 @@ void RecordProcessInfo(int argc, char** argv) {
     g.argc = argc;
     g.argv = argv;
   }
+  // Staged: written when the log is made, if ever (WriteProcessInfo): a
+  // quiet process's journal entry says who it was without it, and
+  // /proc/self/exe's first reading costs a new process 15 to 25 us.
+  if (g.staged.load(std::memory_order_acquire)) return;
+  WriteProcessInfo(argc, argv, /*wait=*/true);
+}
+
+void internal::WriteProcessInfo(int argc, char** argv, bool wait) {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady || argv == nullptr || argc < 0) return;
   // (A log with slots too small for it goes without: GOTRACE_BUFFER_KB=4.)
   constexpr size_t kNeed = log::ChunkWriter::VarRecordBound(log::ChunkWriter::ProcessInfoBound());
@@ -1248,7 +1282,13 @@ void RecordProcessInfo(int argc, char** argv) {
   ErrnoGuard errno_guard;
   const char* exe = ExePath();
   static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
-  ProcLock lock;
+  std::optional<ProcLock> lock;
+  if (wait) {
+    lock.emplace();
+  } else {
+    lock.emplace(ProcLock::Try{});
+    if (!lock->held()) return;  // this thread holds it itself, further up
+  }
   ProcReserve(kNeed, false);
   if (!ProcWriter().Fits(kNeed)) return;
   ProcWriter().ProcessInfo(sys::Ticks(), 0, static_cast<uint64_t>(sys::GetPPid()),
@@ -1363,7 +1403,7 @@ bool SpillSlow(ThreadRec* r) {
 }
 
 uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
-  if (g.config.unwind == UnwindMode::kNone) return 0;
+  if (g.config.unwind == UnwindMode::kNone || !EnsureDepot()) return 0;
   EnsureModules();
   ThreadRec* r = s.rec();
   uint64_t pcs[log::kMaxStackDepth + kOwnFrames];

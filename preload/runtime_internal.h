@@ -30,7 +30,15 @@ ThreadRec* PoolSlot(uint32_t i);
 // belongs to the parent's (the finished image's) log; start empty.
 void PoolResetForChild();
 
-bool DepotInit();                      // (re)creates the stack depot
+// The stack depot (and the unwinder's row cache): DepotInit asks for a new
+// one, made by the first EnsureDepot (a stack walk, an interned stack).
+// False (the stack goes without) if it cannot be made.
+void DepotInit();
+bool EnsureDepotSlow();
+inline bool EnsureDepot() {
+  extern std::atomic<int> g_depot_state;
+  return __builtin_expect(g_depot_state.load(std::memory_order_acquire) == 3, 1) || EnsureDepotSlow();
+}
 bool KeyCreate();                      // the thread-exit key (H25)
 
 // --- Writing the log ------------------------------------------------------------
@@ -85,7 +93,7 @@ void ProcReserve(size_t n, bool final_flush);
 // counters did not move (false: a fork child's, the same as its parent's).
 void RescanLocked(bool after_unload, bool only_if_changed, bool final_flush,
                   bool force_code_map = true);
-void ModulesReset();                   // forget every known module (new log)
+void ModulesReset(bool populate);      // forget every known module (new log)
 // Staging: the module list and the unwinder's code map are made when first
 // needed (EnsureModules: a stack walk, the log's materialization).
 void ModulesLater();
@@ -129,5 +137,8 @@ bool RedefineStack(uint32_t id, uint32_t log_gen, const uint64_t** pcs, size_t* 
 void FindSelf();
 // This image's executable (/proc/self/exe), read once. Async-signal-safe.
 const char* ExePath();
+// The process record (kProcessInfo) now; `wait`: for the process lock (else
+// only if it is free: skipped if this thread holds it).
+void WriteProcessInfo(int argc, char** argv, bool wait);
 
 }  // namespace gotrace::internal
