@@ -49,6 +49,7 @@
 #include "preload/heap.h"
 #include "preload/runtime.h"
 #include "preload/sys/clock.h"
+#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace {
@@ -219,6 +220,13 @@ static_assert(std::is_trivially_destructible_v<MallocReal>);
 // True when the table is resolved (each slot holds the real function, or its
 // stub if the C library lacks it). False while resolution is under way, in
 // this thread (dlsym allocating) or another: use the boot arena.
+// The next definition (sys::NextSymbol: no allocation; the boot arena
+// serves dlsym's own allocations when it must answer).
+void* NextOrDlsym(const char* name) {
+  if (void* f = sys::NextSymbol(name, nullptr)) return f;
+  return dlsym(RTLD_NEXT, name);
+}
+
 GT_NOINLINE bool ResolveSlow() {
   uint32_t s = g_resolve.load(std::memory_order_acquire);
   if (s == kResolved) return true;
@@ -228,7 +236,7 @@ GT_NOINLINE bool ResolveSlow() {
   const int saved_errno = errno;
   // malloc_usable_size first: the counting path uses it in every wrapper.
 #define GT_MALLOC_RESOLVE(name)                                                  \
-  if (void* f = dlsym(RTLD_NEXT, #name)) {                                       \
+  if (void* f = NextOrDlsym(#name)) {                                            \
     __atomic_store_n(&g_real.name, reinterpret_cast<decltype(&::name)>(f),       \
                      __ATOMIC_RELEASE);                                          \
   }

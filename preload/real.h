@@ -226,8 +226,9 @@ enum Index : int {
 
 // Resolves entry `index` (idempotent); returns the pointer or nullptr.
 void* Resolve(int index);
-// Resolves the whole table. False if a required function is missing, with
-// its name in *missing.
+// Resolves the required entries of the table (the others are resolved when
+// first called). False if a required function is missing, with its name in
+// *missing.
 bool ResolveAll(const char** missing);
 
 template <typename F>

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/sys/next_symbol.cc - dlsym(RTLD_NEXT) without dlsym --------===//
+//
+// The lookup follows glibc's do_lookup_x and check_match (elf/dl-lookup.c):
+// the GNU hash's Bloom filter, its bucket and chain, then the symbol: defined,
+// a function or untyped, global or weak, and of the version asked for (with
+// none asked, an unversioned symbol or the default version of a versioned
+// one: dlsym's DL_LOOKUP_RETURN_NEWEST, never a hidden compatibility
+// version such as pthread_cond_wait@GLIBC_2.2.5).
+//===----------------------------------------------------------------------===//
+#include "preload/sys/next_symbol.h"
+
+#include <elf.h>
+#include <link.h>
+
+#include <atomic>
+
+namespace gotrace::sys {
+namespace {
+
+struct Object {
+  uintptr_t base;
+  const uint32_t* gnu_hash;  // DT_GNU_HASH
+  const ElfW(Sym)* symtab;
+  const char* strtab;
+  const uint16_t* versym;    // DT_VERSYM, or nullptr (unversioned object)
+  const ElfW(Verdef)* verdef;  // DT_VERDEF, or nullptr
+};
+
+constexpr int kMaxObjects = 128;
+Object g_objects[kMaxObjects];
+int g_nobjects = 0;
+// 0: not recorded yet, 1: being recorded, 2: recorded.
+std::atomic<int> g_state{0};
+
+bool StartsWith(const char* s, const char* prefix) {
+  while (*prefix != '\0' && *s == *prefix) {
+    ++s;
+    ++prefix;
+  }
+  return *prefix == '\0';
+}
+
+bool Equal(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+struct Scan {
+  uintptr_t self;
+  bool after;  // the object holding `self` was met: the next ones count
+};
+
+int OnObject(dl_phdr_info* info, size_t, void* arg) {
+  auto* scan = static_cast<Scan*>(arg);
+  const ElfW(Dyn)* dyn = nullptr;
+  bool holds_self = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_DYNAMIC) dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    if (ph.p_type == PT_LOAD && scan->self >= info->dlpi_addr + ph.p_vaddr &&
+        scan->self < info->dlpi_addr + ph.p_vaddr + ph.p_memsz) {
+      holds_self = true;
+    }
+  }
+  if (holds_self) {
+    scan->after = true;
+    return 0;
+  }
+  if (!scan->after || dyn == nullptr) return 0;
+  // The kernel's vDSO is no library of the search scope (and its dynamic
+  // section is not relocated).
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (StartsWith(name, "linux-vdso") || StartsWith(name, "linux-gate")) return 0;
+  if (g_nobjects == kMaxObjects) return 1;
+  Object o{};
+  o.base = info->dlpi_addr;
+  // ld.so relocates these entries in place on x86-64 (not everywhere): an
+  // address below the load base is still an offset.
+  auto at = [&](ElfW(Addr) v) { return v < o.base ? o.base + v : v; };
+  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_GNU_HASH: o.gnu_hash = reinterpret_cast<const uint32_t*>(at(d->d_un.d_ptr)); break;
+      case DT_SYMTAB: o.symtab = reinterpret_cast<const ElfW(Sym)*>(at(d->d_un.d_ptr)); break;
+      case DT_STRTAB: o.strtab = reinterpret_cast<const char*>(at(d->d_un.d_ptr)); break;
+      case DT_VERSYM: o.versym = reinterpret_cast<const uint16_t*>(at(d->d_un.d_ptr)); break;
+      case DT_VERDEF: o.verdef = reinterpret_cast<const ElfW(Verdef)*>(at(d->d_un.d_ptr)); break;
+      default: break;
+    }
+  }
+  // An object without a GNU hash table (very old, or built with
+  // --hash-style=sysv) ends what this lookup can answer: its symbols might
+  // be the ones asked for, so no object after it may be consulted.
+  if (o.gnu_hash == nullptr || o.symtab == nullptr || o.strtab == nullptr) return 1;
+  g_objects[g_nobjects++] = o;
+  return 0;
+}
+
+void Record(uintptr_t self) {
+  g_nobjects = 0;
+  Scan scan{self, false};
+  dl_iterate_phdr(OnObject, &scan);
+}
+
+// The name of version index `ndx` in o, or nullptr.
+const char* VersionName(const Object& o, uint16_t ndx) {
+  if (o.verdef == nullptr) return nullptr;
+  const auto* vd = o.verdef;
+  for (int guard = 0; guard < 4096; ++guard) {
+    if (vd->vd_ndx == ndx) {
+      const auto* aux = reinterpret_cast<const ElfW(Verdaux)*>(reinterpret_cast<const char*>(vd) + vd->vd_aux);
+      return o.strtab + aux->vda_name;
+    }
+    if (vd->vd_next == 0) break;
+    vd = reinterpret_cast<const ElfW(Verdef)*>(reinterpret_cast<const char*>(vd) + vd->vd_next);
+  }
+  return nullptr;
+}
+
+enum class Found { kNo, kYes, kAsk };  // kAsk: dlsym must answer (an IFUNC)
+
+Found FindIn(const Object& o, const char* name, uint32_t hash, const char* version, void** out) {
+  const uint32_t* gh = o.gnu_hash;
+  const uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2], bloom_shift = gh[3];
+  if (nbuckets == 0 || bloom_size == 0) return Found::kNo;
+  const auto* bloom = reinterpret_cast<const ElfW(Addr)*>(gh + 4);
+  const auto* buckets = reinterpret_cast<const uint32_t*>(bloom + bloom_size);
+  const uint32_t* chain = buckets + nbuckets;
+  constexpr uint32_t kBits = sizeof(ElfW(Addr)) * 8;
+  const ElfW(Addr) word = bloom[(hash / kBits) & (bloom_size - 1)];
+  const ElfW(Addr) mask = (ElfW(Addr){1} << (hash % kBits)) | (ElfW(Addr){1} << ((hash >> bloom_shift) % kBits));
+  if ((word & mask) != mask) return Found::kNo;
+  uint32_t i = buckets[hash % nbuckets];
+  if (i < symoffset) return Found::kNo;
+  for (;; ++i) {
+    const uint32_t h = chain[i - symoffset];
+    if ((h | 1) == (hash | 1)) {
+      const ElfW(Sym)& s = o.symtab[i];
+      const unsigned type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
+      const bool usable = s.st_shndx != SHN_UNDEF && (s.st_value != 0 || type == STT_TLS) &&
+                          (type == STT_FUNC || type == STT_NOTYPE || type == STT_GNU_IFUNC) &&
+                          (bind == STB_GLOBAL || bind == STB_WEAK || bind == STB_GNU_UNIQUE);
+      if (usable && Equal(name, o.strtab + s.st_name)) {
+        bool match = true;
+        if (o.versym != nullptr) {
+          const uint16_t v = o.versym[i];
+          const uint16_t ndx = v & 0x7fff;
+          if (version != nullptr) {
+            const char* vn = VersionName(o, ndx);
+            match = vn != nullptr && Equal(version, vn);
+          } else {
+            match = ndx < 2 || (v & 0x8000) == 0;  // unversioned, or the default version
+          }
+        } else if (version != nullptr) {
+          return Found::kAsk;  // a version asked of an unversioned object: dlvsym's rules
+        }
+        if (match) {
+          if (type == STT_GNU_IFUNC) return Found::kAsk;
+          *out = reinterpret_cast<void*>(o.base + s.st_value);
+          return Found::kYes;
+        }
+      }
+    }
+    if (h & 1) break;
+  }
+  return Found::kNo;
+}
+
+void* Lookup(const char* name, const char* version) {
+  uint32_t hash = 5381;
+  for (const char* p = name; *p != '\0'; ++p) hash = hash * 33 + static_cast<unsigned char>(*p);
+  for (int k = 0; k < g_nobjects; ++k) {
+    void* p = nullptr;
+    const Found f = FindIn(g_objects[k], name, hash, version, &p);
+    if (f == Found::kYes) return p;
+    if (f == Found::kAsk) return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool NextSymbolsInit(const void* self) {
+  int expected = 0;
+  if (!g_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    return g_state.load(std::memory_order_acquire) == 2 && g_nobjects > 0;
+  }
+  Record(reinterpret_cast<uintptr_t>(self));
+  g_state.store(2, std::memory_order_release);
+  return g_nobjects > 0;
+}
+
+void* NextSymbol(const char* name, const char* version) {
+  if (g_state.load(std::memory_order_acquire) != 2) {
+    // Before Init (a malloc during start-up): record now, unless another
+    // thread is (then dlsym answers this one).
+    NextSymbolsInit(reinterpret_cast<const void*>(&NextSymbol));
+    if (g_state.load(std::memory_order_acquire) != 2) return nullptr;
+  }
+  return Lookup(name, version);
+}
+
+void* NextSymbolAfter(const void* start, const char* name, const char* version) {
+  Record(reinterpret_cast<uintptr_t>(start));
+  g_state.store(2, std::memory_order_release);
+  return Lookup(name, version);
+}
+
+}  // namespace gotrace::sys

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+//===-- preload/sys/next_symbol.h - dlsym(RTLD_NEXT) without dlsym ---------===//
+//
+// Finds a function the way dlsym(RTLD_NEXT, name) and dlvsym(RTLD_NEXT,
+// name, version) do from our library: in the objects loaded after it, in
+// load order (at start-up that is the global search order: the program's
+// other preloads, then its libraries breadth first), reading each object's
+// GNU hash table, symbol table and version tables in memory.
+//
+// Problem (issue 18): resolving our ~175 interposed functions with dlsym at
+// every process start cost 18 to 40 us (its lock, its error handling, its
+// search for the caller's object, per call), a tenth of a short process's
+// whole added cost. Here one dl_iterate_phdr at start (Init) records the
+// tables, and each function is looked up when it is first called: a few
+// dozen loads, no lock, no allocation, async-signal-safe, so a hook first
+// called from a signal handler may resolve its function there. What this
+// cannot answer (no GNU hash table, an IFUNC whose resolver must run, a
+// symbol not found) it leaves to dlsym (Lookup returns nullptr).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gotrace::sys {
+
+// Records the objects loaded after the one holding `self` (an address of
+// ours). Before any other thread runs; false if none was found.
+bool NextSymbolsInit(const void* self);
+
+// The address of `name` (at `version`, or the default version if nullptr)
+// in the first object after ours that defines it; nullptr if not found or
+// not answerable here (see above).
+void* NextSymbol(const char* name, const char* version);
+
+// For tests: the same lookup over the objects loaded after the one holding
+// `start`, recorded anew (not thread-safe; the tables of NextSymbolsInit are
+// replaced).
+void* NextSymbolAfter(const void* start, const char* name, const char* version);
+
+}  // namespace gotrace::sys
