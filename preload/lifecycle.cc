@@ -169,10 +169,6 @@ void AwaitExitEncoder() {
     sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&one_ms), 0);
   }
 }
-std::atomic<bool> g_flusher_running{false};
-// The program's threads are all gone: the flusher ends and is not restarted.
-std::atomic<bool> g_flusher_retired{false};
-std::atomic<bool> g_ending{false};  // Finalize has begun
 // A window's start or stop in progress (on the control thread): the exit
 // path waits for it rather than cut its trace short.
 std::atomic<bool> g_window_busy{false};
@@ -347,6 +343,7 @@ bool StagingAllowed() {
 // each). `before_bind` runs once the log is open, before any thread can
 // record into it.
 bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
+  PoolResetIfForked();  // a fork child's first log: the parent's region goes
   if (!fork_child) {
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
@@ -444,14 +441,13 @@ void QuietEnd() {
 // recording for 10 ms, whichever comes first: opening them and their ring
 // buffers costs a few tenths of a millisecond, and a shell script's short
 // commands, one thread and a few milliseconds each, gain nothing from them.
-std::atomic<bool> g_kernel_tried{false};
 void StartKernelSched();
 
 // At the start of a log: GOTRACE_SCHED=kernel and infer decide now; auto
 // notes that the timeline is inferred until the kernel's records start
 // (the note that comes with them replaces it).
 void NoteKernelSchedLater() {
-  g_kernel_tried.store(false);
+  g.kernel_tried.store(false);
   if (g.config.sched != SchedMode::kAuto) {
     StartKernelSched();
     return;
@@ -464,15 +460,15 @@ void NoteKernelSchedLater() {
 }
 
 void MaybeStartKernelSched() {
-  if (g.config.sched != SchedMode::kAuto || g_kernel_tried.load(std::memory_order_relaxed)) return;
-  if (g_kernel_tried.exchange(true)) return;
+  if (g.config.sched != SchedMode::kAuto || g.kernel_tried.load(std::memory_order_relaxed)) return;
+  if (g.kernel_tried.exchange(true)) return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
   StartKernelSched();
 }
 
 void StartKernelSched() {
-  g_kernel_tried.store(true);
+  g.kernel_tried.store(true);
   const char* why = nullptr;
   int err = 0;
   // The kernel's records need a log to go to: a staged process makes its
@@ -855,7 +851,7 @@ void Finalize(bool for_exec) {
   }
   // The process is ending: no point in starting the kernel's records now
   // (the heap's last sample below may be its first record after 10 ms).
-  g_ending.store(true, std::memory_order_seq_cst);
+  g.ending.store(true, std::memory_order_seq_cst);
   // A trace window being opened or written by the control thread: let it
   // finish (its trace is the user's), and accept no more requests.
   if (g.config.control && !for_exec) {
@@ -1072,7 +1068,7 @@ void NoteWindowSched() {
     ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(0)), false);
     ProcWriter().SchedInfo(sys::Ticks(), 0, log::kSchedKernel, g.config.cpu_hz, std::string_view());
     ProcCommit();
-  } else if (!g_kernel_tried.load()) {
+  } else if (!g.kernel_tried.load()) {
     NoteKernelSchedLater();
   } else {
     static const char kWhy[] = "the kernel's records were not available when the process started";
@@ -1124,7 +1120,7 @@ bool MaterializeSlow() {
 
 bool WindowStart(sys::Line* reply) {
   WindowOp op;
-  if (g_ending.load(std::memory_order_seq_cst)) {
+  if (g.ending.load(std::memory_order_seq_cst)) {
     reply->Str("error: the process is exiting");
     return false;
   }
@@ -1151,7 +1147,7 @@ bool WindowStart(sys::Line* reply) {
 
 bool WindowStop(sys::Line* reply) {
   WindowOp op;
-  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g_ending.load()) {
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.ending.load()) {
     reply->Str(g.phase.load() == Phase::kPaused ? "error: not recording (paused)"
                                                 : "error: not recording");
     return false;
@@ -1485,7 +1481,7 @@ void FindGotraceBinary() {
 // counted. The last one wakes the flusher, which then ends.
 void AppThreadEnded(void*) {
   if (g.app_threads.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    g_flusher_retired.store(true, std::memory_order_release);
+    g.flusher_retired.store(true, std::memory_order_release);
     // Nor may the control thread keep it alive (glibc ends the process when
     // its last thread ends, and counts ours).
     if (g.config.control) ControlStop();
@@ -1499,7 +1495,7 @@ bool FlusherNap(uint64_t interval_ns) {
   const uint64_t deadline = sys::MonotonicNs() + interval_ns;
   for (;;) {
     const int live = g.app_threads.load(std::memory_order_acquire);
-    if (live <= 0 || g_flusher_retired.load(std::memory_order_acquire)) return false;
+    if (live <= 0 || g.flusher_retired.load(std::memory_order_acquire)) return false;
     const uint64_t now = sys::MonotonicNs();
     if (now >= deadline) return true;
     const struct timespec left = {static_cast<time_t>((deadline - now) / 1'000'000'000ull),
@@ -1526,16 +1522,16 @@ void* FlusherMain(void*) {
     if (g.config.flight) FlightTrim(true);
     WriteHeader();
   }
-  g_flusher_running.store(false);
+  g.flusher_running.store(false);
   return nullptr;
 }
 
 void StartFlusher() {
-  if (g.config.flush_ms == 0 || !g_live_key_ok || g_flusher_retired.load()) return;
-  if (g_flusher_running.exchange(true)) return;
+  if (g.config.flush_ms == 0 || !g_live_key_ok || g.flusher_retired.load()) return;
+  if (g.flusher_running.exchange(true)) return;
   // The exit handlers may run on its stack (see FlusherMain); the encode
   // itself gets a thread of its own (EncodeInProcess).
-  if (StartTracerThread(FlusherMain, 1 << 20, "gotrace-flush") != 0) g_flusher_running.store(false);
+  if (StartTracerThread(FlusherMain, 1 << 20, "gotrace-flush") != 0) g.flusher_running.store(false);
 }
 
 // --- fork, exit -----------------------------------------------------------------------
@@ -1556,10 +1552,22 @@ void AtExit() { Finalize(false); }
 // through, the heap is still counted, exit and exec finalize nothing) and
 // g.fork_log_pending is set; a child that execs or exits before recording
 // anything writes no file at all, as an empty one was removed before.
+// In the parent, before its first fork: the rest of the real functions.
+// A lookup made in a child (its first sigaction, dup2, execve...) is lost
+// with it, and cost a shell three page faults of libc's symbol tables and
+// the lookups per command; made once here, every child has them.
+void BeforeFork() {
+  if (g.forked_once) return;
+  g.forked_once = true;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  real::ResolveRest();
+}
+
 void AtForkChild() {
   // The child's log, when it makes one, decides for itself (StartLog).
   g.staged.store(false, std::memory_order_relaxed);
-  g_ending.store(false, std::memory_order_relaxed);  // the child's life begins
+  g.ending.store(false, std::memory_order_relaxed);  // the child's life begins
   // Module reads and unloads in progress in the parent's other threads
   // ended with the fork: none holds the child's dlclose back.
   unwind::ProcessCode().AfterFork();
@@ -1574,16 +1582,15 @@ void AtForkChild() {
   }
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   Unbind();
-  kernel::ForgetForChild();
   g.phase.store(Phase::kDisabled, std::memory_order_release);
   sys::Close(g.log_fd);  // the parent's
   g.log_fd = -1;
-  g_flusher_running.store(false);
+  g.flusher_running.store(false);
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  // The parent's slots are mapped here (MAP_SHARED): drop them before
-  // anything can write to them, followed or not.
-  PoolResetForChild();
+  // The parent's slots are mapped here (MAP_SHARED): nothing may write to
+  // them, followed or not (replaced when the child starts a log).
+  PoolForgetForChild();
   if (!g.config.follow) return;
   g.pid = sys::GetPid();
   g.descendant = true;
@@ -1591,12 +1598,12 @@ void AtForkChild() {
   g.image = 0;
   // One thread now: this one, counted whether or not it was before.
   g.app_threads.store(1, std::memory_order_relaxed);
-  g_flusher_retired.store(false);
+  g.flusher_retired.store(false);
   if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
   // The process began now: its log's start, whenever the log is made.
   g.start_ns = sys::MonotonicNs();
   g.start_ticks = sys::Ticks();
-  g_kernel_tried.store(true);  // nothing to attach the kernel's records to yet
+  g.kernel_tried.store(true);  // nothing to attach the kernel's records to yet
   g.phase.store(Phase::kShutdown, std::memory_order_release);
   g.fork_log_pending.store(true, std::memory_order_release);
 }
@@ -1754,7 +1761,7 @@ __attribute__((constructor(101))) void Init() {
   // at_quick_exit handlers and static destructors (H26).
   atexit(AtExit);
   at_quick_exit(AtExit);
-  pthread_atfork(nullptr, nullptr, AtForkChild);
+  pthread_atfork(BeforeFork, nullptr, AtForkChild);
   if (g.config.crash) InstallCrashHandlers();
   // No flusher yet: it starts with the program's second thread
   // (MaybeStartFlusher).
@@ -1837,10 +1844,10 @@ void AfterFailedExec() {
 // what it recorded in the last interval before it stopped recording. The
 // flusher starts when the program creates its second thread (or an exec'd
 // image or fork child has more than one).
-bool FlusherRunning() { return g_flusher_running.load(std::memory_order_relaxed); }
+bool FlusherRunning() { return g.flusher_running.load(std::memory_order_relaxed); }
 
 void MaybeStartFlusher() {
-  if (!g_flusher_running.load(std::memory_order_relaxed) &&
+  if (!g.flusher_running.load(std::memory_order_relaxed) &&
       g.app_threads.load(std::memory_order_relaxed) > 1) {
     StartFlusher();
   }
@@ -1858,7 +1865,7 @@ void AppThreadCreating() {
 
 void KernelSchedTick(uint64_t now) {
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
-      !g_ending.load(std::memory_order_relaxed))
+      !g.ending.load(std::memory_order_relaxed))
     MaybeStartKernelSched();
 }
 

@@ -51,6 +51,10 @@ void* Resolve(int index) {
   return p;
 }
 
+void ResolveRest() {
+  for (int i = 0; i < kCount; ++i) (void)Resolve(i);
+}
+
 bool ResolveAll(const char** missing) {
   // Issue 18: the required functions now (tracing needs them), the others
   // when first called (Get): a process calls a few of the ~175, and each

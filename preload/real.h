@@ -230,6 +230,9 @@ void* Resolve(int index);
 // first called). False if a required function is missing, with its name in
 // *missing.
 bool ResolveAll(const char** missing);
+// Resolves every entry not resolved yet (before a fork: what the child
+// resolves itself is lost at its exec, in every child of a shell).
+void ResolveRest();
 
 template <typename F>
 __attribute__((always_inline)) inline F Get(F& slot, int index) {

@@ -92,10 +92,34 @@ bool PoolInit(size_t buffer_kb) {
 }
 uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
+void PoolForgetForChild() {
+  // Only the calling thread survives a fork, and the region maps the
+  // parent's log: nothing of it is the child's, and nothing may write it.
+  // No path reaches it without a record of this thread's (cleared here) or
+  // without recording (the caller unbound); the region itself is replaced
+  // when the child starts a log (PoolResetIfForked): a shell's fork that
+  // only execs, or exits, never pays for the mmap and what it unmaps.
+  t_state.rec = nullptr;
+  t_state.status = kThreadNew;
+  t_state.bound = 0;
+  g.pool_reset_pending = true;
+}
+
+void PoolResetIfForked() {
+  if (!g.pool_reset_pending) return;
+  g.pool_reset_pending = false;
+  PoolResetForChild();
+  // The parent's kernel records (its rings are not mapped here: their
+  // state was only copied) are forgotten too, as late (nothing reads them
+  // before the child's log starts).
+  kernel::ForgetForChild();
+}
+
 void PoolResetForChild() {
   // Only the calling thread survives a fork (or a failed exec's reset), and
   // the region maps the parent's (or the finished image's) log: nothing of
   // it is ours. One mmap replaces it with fresh memory.
+  g.pool_reset_pending = false;
   sys::Mmap(g_region, g_region_bytes, PROT_READ | PROT_WRITE,
             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   g_pool_used.store(0, std::memory_order_relaxed);

@@ -125,7 +125,6 @@ struct Globals {
   // exec's, a new window's log moves the generation).
   std::atomic<uint32_t> bind{0};
   uint32_t log_gen = 0;     // the current log file's generation (1, 2, ...)
-  Config config;
   uint32_t events = 0;  // enabled EventGroups (0 until ready)
   int pid = 0;
   int log_fd = -1;
@@ -185,6 +184,17 @@ struct Globals {
   // How this image ends (kExitStatus), known before the final flush:
   // wait(2)-style status | kExitKnown; 0 while unknown.
   std::atomic<uint64_t> exit_status{0};
+  // Lifecycle flags (lifecycle.cc). Here with the fields a fork child
+  // writes, so that they share a page: each page the child writes is a
+  // copy-on-write fault in every fork of a traced shell (issue 18).
+  std::atomic<bool> flusher_running{false};
+  std::atomic<bool> flusher_retired{false};  // the program's threads are gone: no flusher again
+  std::atomic<bool> ending{false};           // Finalize has begun
+  std::atomic<bool> kernel_tried{false};     // the kernel's records were asked for (StartKernelSched)
+  bool forked_once = false;                  // BeforeFork has resolved the rest of the table
+  bool pool_reset_pending = false;           // a fork child's region is still its parent's
+  // Read-mostly from here on: the configuration and the paths.
+  Config config;
   char log_path[1100] = {0};
   char out_path[1100] = {0};
   char cwd[1024] = {0};

@@ -29,6 +29,10 @@ ThreadRec* PoolSlot(uint32_t i);
 // In a forked child (or after a failed exec): every record and window
 // belongs to the parent's (the finished image's) log; start empty.
 void PoolResetForChild();
+// A fork child: forgets the parent's records at once, and replaces the
+// region (PoolResetForChild) only when it starts a log (PoolResetIfForked).
+void PoolForgetForChild();
+void PoolResetIfForked();
 
 // The stack depot (and the unwinder's row cache): DepotInit asks for a new
 // one, made by the first EnsureDepot (a stack walk, an interned stack).
