@@ -319,6 +319,11 @@ inline constexpr uint64_t kWaitOpen = 1;         // kWait flags
 inline constexpr unsigned kWaitFdClassShift = 4;
 
 inline constexpr uint64_t kExitExec = uint64_t{1} << 32;  // kExitStatus: replaced by exec
+
+// A kWait of kind kSyscall holds the system call's number in aux: the
+// waits for a child process (wait4, waitid on x86-64) are told apart from
+// the others by it (the launcher's judgement of quiet processes).
+inline constexpr bool IsChildWaitCall(uint64_t sysno) { return sysno == 61 || sysno == 247; }
 inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
 inline constexpr uint64_t kSwitchPreempt = 2;
 

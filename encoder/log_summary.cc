@@ -42,7 +42,12 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
           // busy machine takes tens of microseconds per call without being
           // off its CPU, and that alone is not worth a trace of its own.
           const uint64_t io_ns = std::max<uint64_t>(block_threshold_ns, 1'000'000);
-          if (!io || (r.wait.flags & log::kWaitOpen) || r.wait.duration >= io_ns)
+          // A wait for a child process (wait4, waitid: the call's number is
+          // the wait's aux) is no reason of its own: the child is in the
+          // index, with its own trace if it did something (a shell's
+          // command substitution, a compiler driver).
+          const bool child = kind == log::WaitKind::kSyscall && log::IsChildWaitCall(r.wait.aux);
+          if (!child && (!io || (r.wait.flags & log::kWaitOpen) || r.wait.duration >= io_ns))
             ++out->blocking_waits;
           break;
         }

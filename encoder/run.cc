@@ -620,7 +620,7 @@ void Report(const std::string& where, const std::string& index, const std::strin
 
 }  // namespace
 
-int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
+int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, PrepareFn prepare) {
   g_prog = prog_name;
   Options o;
   const int first = ParseOptions(argc, argv, &o);
@@ -678,24 +678,6 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   const std::string outdir = Dir(tmpl);
   const std::string base = tmpl.substr(tmpl.rfind('/') + 1);
   const std::string prefix = base.substr(0, base.find('%'));
-  // The marker: while it exists, processes of the run leave their logs to
-  // us; its time stamps the run (logs older than it are not ours).
-  const char* tmpdir = getenv("TMPDIR");
-  std::string marker = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/tracewrap.XXXXXX";
-  const int mfd = mkstemp(marker.data());
-  if (mfd < 0) Die(2, "cannot create a temporary file");
-  close(mfd);
-  const std::string marker_real = RealPath(marker);
-  if (!marker_real.empty()) marker = marker_real;
-  // The journal of quiet processes (issue 18, encoder/quiet_journal.h): the
-  // processes append to it and never create it, so one that outlives the
-  // run writes nothing once it is gone. If it cannot be made, processes
-  // make their logs at start (GOTRACE_STAGE=0), as before staging.
-  const std::string journal = marker + log::kQuietJournalSuffix;
-  const int jfd = open(journal.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const bool staging = jfd >= 0;
-  if (jfd >= 0) close(jfd);
-
   // The run's event logs go to a directory of our own on tmpfs (/dev/shm):
   // a short process creates and removes its log there for next to nothing,
   // where a disk filesystem's inode allocation cost a shell job's processes
@@ -709,6 +691,34 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
     std::string d = "/dev/shm/tracewrap.XXXXXX";
     if (mkdtemp(d.data()) != nullptr) log_dir = d;
   }
+  // The marker: while it exists, processes of the run leave their logs to
+  // us; its time stamps the run (logs older than it are not ours). In the
+  // log directory when there is one (tmpfs: the two files made here cost a
+  // disk filesystem's inode search, a few milliseconds of a run there).
+  std::string marker;
+  if (!log_dir.empty()) {
+    marker = log_dir + "/marker";
+    const int mfd = open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (mfd >= 0) close(mfd);
+    else marker.clear();
+  }
+  if (marker.empty()) {
+    const char* tmpdir = getenv("TMPDIR");
+    marker = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/tracewrap.XXXXXX";
+    const int mfd = mkstemp(marker.data());
+    if (mfd < 0) Die(2, "cannot create a temporary file");
+    close(mfd);
+  }
+  const std::string marker_real = RealPath(marker);
+  if (!marker_real.empty()) marker = marker_real;
+  // The journal of quiet processes (issue 18, encoder/quiet_journal.h): the
+  // processes append to it and never create it, so one that outlives the
+  // run writes nothing once it is gone. If it cannot be made, processes
+  // make their logs at start (GOTRACE_STAGE=0), as before staging.
+  const std::string journal = marker + log::kQuietJournalSuffix;
+  const int jfd = open(journal.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const bool staging = jfd >= 0;
+  if (jfd >= 0) close(jfd);
 
   // A terminal's INT and QUIT reach the whole process group: the program
   // gets them itself; we wait for it. Signals sent to us are passed on.
@@ -752,6 +762,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish) {
   }
   g_child = child;
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  if (prepare != nullptr) prepare(lib.c_str());
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     while (g_toggles > 0) {

@@ -30,8 +30,14 @@ namespace gotrace {
 // `lib` is the libgotrace.so the run preloaded (its encoder is next to it).
 using FinishFn = int (*)(const GotraceFinishRequest& req, const char* lib);
 
+// Called once the program has started (in the launcher, while the program
+// runs): time to get ready for `finish` (tracewrap loads its encoder then).
+// May be null.
+using PrepareFn = void (*)(const char* lib);
+
 // argv[0] is the launcher's name; returns the exit status (or dies of the
 // program's signal).
-int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish);
+int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish,
+            PrepareFn prepare = nullptr);
 
 }  // namespace gotrace

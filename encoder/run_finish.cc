@@ -294,12 +294,23 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
     std::vector<Item> found = FindLogs(req, seen);
     if (found.empty()) continue;
-    // Processes killed with the program may take a moment to close their
-    // logs: a log held open is a live process's only if it stays open.
-    std::set<std::string> open = OpenLogs();
-    for (int tries = 0; tries < 5 && pass == 0; ++tries) {
+    std::vector<Status> read(found.size(), Status::Ok());
+    bool incomplete = false;
+    for (size_t i = 0; i < found.size(); ++i) {
+      read[i] = SummarizeLog(found[i].log, req.block_threshold_ns, &found[i].sum);
+      incomplete = incomplete || !found[i].sum.complete;
+    }
+    // A log without its end record is a killed process's, or a live one's
+    // (still running): the live ones hold their logs open. Processes killed
+    // with the program may take a moment to close theirs: held open is live
+    // only if it stays open. (Only then: scanning every process's
+    // descriptors was a fifth of a short run's finish.)
+    std::set<std::string> open;
+    if (incomplete) open = OpenLogs();
+    for (int tries = 0; tries < 5 && pass == 0 && incomplete; ++tries) {
       bool any = false;
       for (const Item& it : found) {
+        if (it.sum.complete) continue;
         char real[4096];
         const std::string resolved = realpath(it.log.c_str(), real) ? real : it.log;
         any = any || open.count(resolved) > 0;
@@ -307,11 +318,18 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!any) break;
       usleep(100'000);
       open = OpenLogs();
+      // A process that was still ending may have written its end meanwhile.
+      for (size_t i = 0; i < found.size(); ++i) {
+        if (found[i].sum.complete) continue;
+        found[i].sum = LogSummary{};
+        read[i] = SummarizeLog(found[i].log, req.block_threshold_ns, &found[i].sum);
+      }
     }
     std::vector<size_t> jobs;
-    for (Item& it : found) {
+    for (size_t i = 0; i < found.size(); ++i) {
+      Item& it = found[i];
+      const Status& st = read[i];
       seen.insert(it.log);
-      const Status st = SummarizeLog(it.log, req.block_threshold_ns, &it.sum);
       it.readable = st.ok();
       if (!it.sum.complete) {
         char real[4096];

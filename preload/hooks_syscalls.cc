@@ -441,12 +441,13 @@ GT_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags) {
 // (the kernel writes it either way; the caller sees no difference).
 namespace {
 template <typename Call>
-pid_t OnChildWait(const void* frame, uint64_t obj, int* status, bool may_block, Call call) {
+pid_t OnChildWait(const void* frame, uint64_t obj, int* status, Call call) {
   HookScope scope(kGroupIo);
   int own = 0;
   int* st = status != nullptr ? status : &own;
   if (!scope.active()) return call(status);
-  if (may_block) Materialize();  // staged: a child may take as long as it likes
+  // (Staged, a wait for a child is no reason to make the log: not worth a
+  // trace by itself, README "Quiet processes stay quiet".)
   SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, obj, SYS_wait4, frame);
   const pid_t r = call(st);
   const int saved = errno;
@@ -459,28 +460,27 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, bool may_block, 
 
 GT_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   GT_OR_MISSING(waitpid, pid_t);
-  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, !(options & WNOHANG),
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status,
                      [&](int* st) { return real_waitpid(pid, st, options); });
 }
 GT_EXPORT pid_t wait(int* status) {
   GT_OR_MISSING(wait, pid_t);
-  return OnChildWait(GT_FRAME(), 0, status, true, [&](int* st) { return real_wait(st); });
+  return OnChildWait(GT_FRAME(), 0, status, [&](int* st) { return real_wait(st); });
 }
 GT_EXPORT pid_t wait3(int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait3, pid_t);
-  return OnChildWait(GT_FRAME(), 0, status, !(options & WNOHANG),
+  return OnChildWait(GT_FRAME(), 0, status,
                      [&](int* st) { return real_wait3(st, options, ru); });
 }
 GT_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait4, pid_t);
-  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, !(options & WNOHANG),
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status,
                      [&](int* st) { return real_wait4(pid, st, options, ru); });
 }
 GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
   GT_OR_MISSING(waitid, int);
   HookScope scope(kGroupIo);
   if (!scope.active()) return real_waitid(type, id, info, options);
-  if (!(options & WNOHANG)) Materialize();
   SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, id, SYS_waitid, GT_FRAME());
   const int r = real_waitid(type, id, info, options);
   const int saved = errno;

@@ -925,6 +925,10 @@ void Finalize(bool for_exec) {
   RaiseFdLimit fds;
   // Only the root's last image speaks; tracewrap lists the others.
   EncodeInProcess(out, !g.descendant && !for_exec);
+  // A process that outlived its launcher's run took its log from the run's
+  // log directory: the last one out removes it (it fails while not empty).
+  if (g.config.defer && g.config.log_dir[0] != '\0')
+    sys::Syscall6(SYS_rmdir, reinterpret_cast<long>(g.config.log_dir));
 }
 
 // --- Trace windows (issue 16) ----------------------------------------------------

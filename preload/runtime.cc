@@ -1536,6 +1536,9 @@ WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, cons
   PublishWait(rec_, kind, cpu0_, stack_, obj, aux, 0, t0_, frame);
 }
 
+static_assert(log::IsChildWaitCall(SYS_wait4) && log::IsChildWaitCall(SYS_waitid) &&
+              !log::IsChildWaitCall(SYS_read));
+
 void MaterializeIfWouldBlock(int fd, long sysno) {
   short events;
   switch (sysno) {
@@ -1616,7 +1619,8 @@ void SyscallRecorder::End() {
   if (LogMoved() && !MoveWait(r, 0, t0_)) return;
   UnpublishWait(r);
   const Tick d = t1 - t0_;
-  if (GT_UNLIKELY(d >= g.quiet_io_ticks)) Materialize();  // a long one: worth a trace
+  // A long one is worth a trace; not a wait for a child (log_summary.cc).
+  if (GT_UNLIKELY(d >= g.quiet_io_ticks) && !log::IsChildWaitCall(sysno_)) Materialize();
   // Staged (still quiet after the check above): most such processes end
   // quiet, and a first stack walk costs the module list, the unwinder's map
   // of code and the program's unwind tables read in (50 to 60 us of a short
