@@ -1868,8 +1868,11 @@ void AppThreadCreating() {
 }
 
 void KernelSchedTick(uint64_t now) {
+  // Not while staged: a process still quiet gets no trace, and the kernel's
+  // records (and the log they need) would be made for nothing (a long grep
+  // or sort). They start at its first tick after it turns worth a trace.
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
-      !g.ending.load(std::memory_order_relaxed))
+      !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed))
     MaybeStartKernelSched();
 }
 
