@@ -522,7 +522,13 @@ GT_ALWAYS_INLINE void Account(int64_t bytes) {
 template <typename F, typename... Args>
 GT_ALWAYS_INLINE void* CountedAlloc(F real, Args... args) {
   void* p;
-  {
+  if (GT_LIKELY(g_hot.glibc_header == kHeaderTrusted)) {
+    // glibc's allocator calls none of our interposers (its memory comes
+    // from internal brk and mmap calls): no scope to enter and leave, two
+    // stores of the thread's state less per call (issue 18's allocation
+    // storm: about 0.5 ns of the 3.5 tracking adds to a malloc+free pair).
+    p = real(args...);
+  } else {
     TracerScope nested;
     p = real(args...);
   }
