@@ -1906,13 +1906,7 @@ int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) 
 }
 
 namespace {
-bool StartsWith(const char* s, const char* prefix) {
-  while (*prefix != '\0' && *s == *prefix) {
-    ++s;
-    ++prefix;
-  }
-  return *prefix == '\0';
-}
+using sys::StartsWith;
 // Whether an LD_PRELOAD entry [b, e) names our library.
 bool IsOurLibrary(const char* b, const char* e) {
   const char* base = b;

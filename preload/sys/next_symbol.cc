@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "preload/sys/next_symbol.h"
 
+#include "preload/sys/raw.h"
+
 #include <elf.h>
 #include <link.h>
 
@@ -32,22 +34,6 @@ Object g_objects[kMaxObjects];
 int g_nobjects = 0;
 // 0: not recorded yet, 1: being recorded, 2: recorded.
 std::atomic<int> g_state{0};
-
-bool StartsWith(const char* s, const char* prefix) {
-  while (*prefix != '\0' && *s == *prefix) {
-    ++s;
-    ++prefix;
-  }
-  return *prefix == '\0';
-}
-
-bool Equal(const char* a, const char* b) {
-  while (*a != '\0' && *a == *b) {
-    ++a;
-    ++b;
-  }
-  return *a == *b;
-}
 
 struct Scan {
   uintptr_t self;
@@ -143,14 +129,14 @@ Found FindIn(const Object& o, const char* name, uint32_t hash, const char* versi
       const bool usable = s.st_shndx != SHN_UNDEF && (s.st_value != 0 || type == STT_TLS) &&
                           (type == STT_FUNC || type == STT_NOTYPE || type == STT_GNU_IFUNC) &&
                           (bind == STB_GLOBAL || bind == STB_WEAK || bind == STB_GNU_UNIQUE);
-      if (usable && Equal(name, o.strtab + s.st_name)) {
+      if (usable && StrEq(name, o.strtab + s.st_name)) {
         bool match = true;
         if (o.versym != nullptr) {
           const uint16_t v = o.versym[i];
           const uint16_t ndx = v & 0x7fff;
           if (version != nullptr) {
             const char* vn = VersionName(o, ndx);
-            match = vn != nullptr && Equal(version, vn);
+            match = vn != nullptr && StrEq(version, vn);
           } else {
             match = ndx < 2 || (v & 0x8000) == 0;  // unversioned, or the default version
           }

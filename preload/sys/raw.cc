@@ -152,6 +152,14 @@ bool StrEq(const char* a, const char* b) {
   return *a == *b;
 }
 
+bool StartsWith(const char* s, const char* prefix) {
+  while (*prefix != '\0' && *s == *prefix) {
+    ++s;
+    ++prefix;
+  }
+  return *prefix == '\0';
+}
+
 bool ParseU64(const char* s, uint64_t* out) {
   if (s == nullptr || *s == '\0') return false;
   uint64_t v = 0;

@@ -161,6 +161,7 @@ void Log(const char* msg);
 
 size_t StrLen(const char* s);
 bool StrEq(const char* a, const char* b);
+bool StartsWith(const char* s, const char* prefix);
 // Parses a decimal uint64; false on anything else.
 bool ParseU64(const char* s, uint64_t* out);
 
