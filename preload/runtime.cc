@@ -294,6 +294,8 @@ int64_t NewSlot() {
 // it is complete, in the home slot or in a copy.
 bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
   if (s->window == nullptr) return false;
+  // The home slot again (after a spill): what the last chunk wrote there.
+  const size_t stale = s->log_gen == g.log_gen ? s->w.payload_size() : 0;
   g.writers.fetch_add(1, std::memory_order_seq_cst);
   bool ok = final_flush || g.phase.load(std::memory_order_seq_cst) == Phase::kReady;
   if (ok && s->log_gen != g.log_gen && g.staged.load(std::memory_order_acquire)) {
@@ -338,6 +340,14 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
     s->w.Init(s->window, g.slot_bytes, log::kSlotHeaderBytes);
     s->w.Begin(base);
     s->w.OpenInPlace(s->serial, s->tid, s->seq++, s->chunk_flags);
+    // The last chunk's records (copied out already) would otherwise lie
+    // after this one's committed size, where a reader of a chunk left open
+    // (a thread's last, at exit or after a kill) takes nonzero bytes for a
+    // record being written when the process stopped. About 2 us for a
+    // full 64 KiB slot, once per slot of records.
+    if (stale > 0 && s->log_gen == g.log_gen)
+      std::memset(s->window + log::kSlotHeaderBytes, 0,
+                  std::min<size_t>(stale, g.slot_bytes - log::kSlotHeaderBytes));
     s->open = true;
   } else {
     s->open = false;

@@ -132,6 +132,24 @@ TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only fo
   CHECK(sleeps == 2);
 }
 
+TEST_CASE("a thread's last chunk after many: no record is said to be torn", "[run]") {
+  // 40,000 recorded system calls fill the thread's slot several times; its
+  // last chunk, left open at exit, lies in the same slot over the records
+  // of the one before it (copied out already). They must read as nothing.
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("d.trace"), "--", "/bin/dd", "if=/dev/zero", "of=/dev/null",
+                             "bs=1", "count=20000", "status=none"},
+                            dir, {"GOTRACE_BUFFER_KB=16"});
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.err, !Catch::Contains("incomplete"));
+  CHECK_THAT(r.err, !Catch::Contains("warning"));
+  const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.events.size() >= 40'000);
+}
+
 TEST_CASE("a fork child's log starts at its first record, its process at the fork", "[run]") {
   TempDir dir;
   // The subshell computes for 100 ms without an interposed call (bash
