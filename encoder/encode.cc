@@ -142,6 +142,25 @@ Status Publish(const std::string& tmp, const std::string& out, OutputMode mode,
 
 }  // namespace
 
+std::string KernelLossLine(const ModelStats& m) {
+  if (m.kernel_lost == 0 && m.kernel_rings_full == 0) return "";
+  std::string s = "the kernel's ring buffers overflowed: ";
+  if (m.kernel_lost > 0) {
+    s += std::to_string(m.kernel_lost) + " scheduling records and CPU samples lost";
+    if (m.kernel_rings_full > 0) s += ", and ";
+  }
+  if (m.kernel_rings_full > 0) {
+    char at[64];
+    snprintf(at, sizeof at, "%.3f s", static_cast<double>(m.kernel_full_at) / 1e9);
+    s += (m.kernel_rings_full == 1 ? std::string("a ring was")
+                                   : std::to_string(m.kernel_rings_full) + " rings were") +
+         " still full at the end (records after " + at + " may be missing)";
+  }
+  // A thread that records nothing is read only when another thread's
+  // flusher runs, or at the end.
+  return s + "; a lower GOTRACE_CPU_HZ needs less room";
+}
+
 bool CheckEventsByDefault() {
 #ifdef NDEBUG
   return false;

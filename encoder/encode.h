@@ -46,6 +46,10 @@ struct EncodeStats {
   bool no_events = false;  // failed only because the logs hold no events
 };
 
+// One line for the user when the kernel's ring buffers lost records (its
+// own count, or a ring still full at a process's last read), else "".
+std::string KernelLossLine(const ModelStats& m);
+
 // True when this build checks every emitted event by default (debug builds).
 bool CheckEventsByDefault();
 

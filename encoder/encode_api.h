@@ -11,7 +11,7 @@
 
 extern "C" {
 
-enum { kGotraceEncodeApiVersion = 2 };
+enum { kGotraceEncodeApiVersion = 3 };
 
 struct GotraceEncodeRequest {
   uint32_t version;  // kGotraceEncodeApiVersion
@@ -29,6 +29,7 @@ struct GotraceEncodeResult {
   uint64_t events;
   uint64_t bytes;
   uint64_t dropped_records;
+  char kernel_loss[512];  // KernelLossLine (encode.h): "" or a line for the user
 };
 
 // Returns 0 on success.

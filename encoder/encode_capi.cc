@@ -69,6 +69,7 @@ extern "C" __attribute__((visibility("default"))) int gotrace_encode_v1(
   res->events = stats.events;
   res->bytes = stats.bytes;
   res->dropped_records = stats.model.dropped_records;
+  Copy(res->kernel_loss, sizeof res->kernel_loss, gotrace::KernelLossLine(stats.model));
   return 0;
 }
 

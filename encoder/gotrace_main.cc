@@ -188,6 +188,8 @@ int CmdEncode(int argc, char** argv, bool recover) {
     if (stats.model.dropped_records > 0)
       std::fprintf(stderr, "gotrace: the recording dropped %" PRIu64 " records\n",
                    stats.model.dropped_records);
+    if (const std::string k = KernelLossLine(stats.model); !k.empty())
+      std::fprintf(stderr, "gotrace: %s\n", k.c_str());
   }
   return 0;
 }

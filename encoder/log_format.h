@@ -122,7 +122,11 @@
 //       A CPU-clock sample of thread tid on cpu at ts; stack: its user
 //       call chain (a kStackDef id, 0: none).
 //   kKernelLost    count                              (kernel stream)
-//       The kernel dropped `count` records (a ring buffer was full).
+//       The kernel dropped `count` records (a ring buffer was full), from
+//       its PERF_RECORD_LOST. count == kRingFull instead: the ring of `cpu`
+//       was still full when the process last read it, so the kernel's own
+//       count never arrived; its records after ts (the last one read from
+//       that ring) may be missing, how many is unknown.
 //   kCpuTime       ns                                 (thread streams)
 //       The thread's own CPU time (its kernel CPU clock) at ts: written as
 //       it ends, so that its running total is known exactly even where the
@@ -264,6 +268,9 @@ enum RecordType : uint8_t {
   kThreadCpu = 75,
   kThreadCpuBase = 76,
 };
+
+// kKernelLost's count for "a ring was full at the last read" (see above).
+constexpr uint64_t kRingFull = uint64_t{1} << 63;
 
 // Number of varint fields after (dts, cpu) of each fixed record type; -1 for
 // types that are not fixed records.

@@ -496,6 +496,8 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (it.stats.model.dropped_records > 0)
         std::fprintf(stderr, "gotrace: the trace has gaps: %s records dropped (the log could not be written)\n",
                      Grouped(it.stats.model.dropped_records).c_str());
+      if (const std::string k = KernelLossLine(it.stats.model); !k.empty())
+        std::fprintf(stderr, "gotrace: %s\n", k.c_str());
     }
   }
 

@@ -282,6 +282,8 @@ class Replay {
     std::vector<std::string> argv;
     uint64_t dropped = 0;
     uint64_t lost = 0;
+    uint64_t rings_full = 0;  // rings still full at the last read (log::kRingFull)
+    uint64_t full_at = 0;     // the earliest such ring's last record, ns into the trace
   };
   std::vector<FileMeta> meta_;
   std::unordered_map<uint64_t, uint8_t> kinds_;      // trace stack id of a block -> its kind
@@ -867,7 +869,10 @@ const char* KindWord(uint8_t k) {
 
 // Strings in the string table that no event names: Go's tools ignore them,
 // `gotrace report` reads them (README, "Reading a trace without Go"):
-//   gotrace-meta:v1 pid=N sched=kernel|infer cpu_hz=N lost=N dropped=N cmd=.. why=..
+//   gotrace-meta:v1 pid=N sched=kernel|infer cpu_hz=N lost=N dropped=N
+//                   [full=N full_at=NS] cmd=.. why=..
+//     full: rings the process found still full at its last read, whose
+//     records after full_at (ns into the trace) may be missing
 //   gotrace-kinds:v1 STACK=KIND ...   the wait behind each block event's stack
 //   gotrace-cpu:v1 G=NS ...           each goroutine's CPU time, by the kernel
 // Lists are cut into strings of at most ~900 bytes.
@@ -880,6 +885,8 @@ void Replay::WriteMeta() {
     std::string line = "gotrace-meta:v1 pid=" + std::to_string(files[f].header.pid) +
                        " sched=" + m.sched + " cpu_hz=" + std::to_string(m.cpu_hz) +
                        " lost=" + std::to_string(m.lost) + " dropped=" + std::to_string(m.dropped);
+    if (m.rings_full > 0)
+      line += " full=" + std::to_string(m.rings_full) + " full_at=" + std::to_string(m.full_at);
     if (!cmd.empty()) line += " cmd=" + Pct(cmd.size() > 600 ? cmd.substr(0, 600) : cmd);
     if (!m.why.empty()) line += " why=" + Pct(m.why);
     w_->String(line);
@@ -1069,10 +1076,21 @@ void Replay::OnKernelRecord(uint32_t file, uint32_t c, const Record& r) {
       ++stats_->cpu_samples;
       return;
     }
-    case log::kKernelLost:
+    case log::kKernelLost: {
+      FileMeta& m = meta_[file];
+      if (r.lost.count == log::kRingFull) {
+        const uint64_t at = r.ts > stats_->start_ns ? r.ts - stats_->start_ns : 0;
+        m.full_at = m.rings_full == 0 ? at : std::min(m.full_at, at);
+        stats_->kernel_full_at =
+            stats_->kernel_rings_full == 0 ? at : std::min(stats_->kernel_full_at, at);
+        ++m.rings_full;
+        ++stats_->kernel_rings_full;
+        return;
+      }
       stats_->kernel_lost += r.lost.count;
-      meta_[file].lost += r.lost.count;
+      m.lost += r.lost.count;
       return;
+    }
     default:
       return;
   }

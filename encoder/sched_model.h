@@ -67,6 +67,8 @@ struct ModelStats {
   uint64_t implicit_starts = 0;   // a thread recorded while the kernel had it off-CPU
   uint64_t cpu_samples = 0;
   uint64_t kernel_lost = 0;       // records the kernel dropped (full rings)
+  uint64_t kernel_rings_full = 0; // rings still full at a process's last read: records after may be missing
+  uint64_t kernel_full_at = 0;    // the earliest such ring's last record, ns into the trace
   uint64_t dropped_records = 0;   // from kTraceEnd: lost in the recording process
   uint64_t ignored_records = 0;   // records of ended threads, misplaced records
   AnnotationStats annotations;    // gotrace/annotate.h calls (user_annotations.h)

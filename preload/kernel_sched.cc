@@ -38,6 +38,12 @@ struct Ring {
   uint64_t size;        // data bytes, a power of two
   uint64_t tail;        // our read position (published to data_tail)
   uint64_t head;        // the kernel's write position, read once per Drain
+  uint64_t last_ts;     // the time of the last record read from it
+  uint32_t cpu;
+  // Found with less room than the largest record at a read, and no
+  // PERF_RECORD_LOST read from it since: the kernel may have dropped
+  // records whose count it writes only once a record fits again.
+  bool full;
   perf_event_mmap_page* meta() const { return reinterpret_cast<perf_event_mmap_page*>(base); }
 };
 
@@ -45,8 +51,10 @@ GT_LARGE_BSS constinit Ring g_rings[kMaxCpus] = {};
 int g_nrings = 0;
 std::atomic<bool> g_active{false};
 std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
-std::atomic<uint64_t> g_lost{0};
 int g_pid = 0;
+// The largest record the rings may hold (a sample with the longest call
+// chain): a ring with less free room than this may have refused one.
+uint64_t g_max_record = 0;
 // Room for one record that wraps around the end of its ring.
 GT_LARGE_BSS alignas(8) uint8_t g_scratch[65536 + 64];
 
@@ -166,7 +174,6 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
     case PERF_RECORD_LOST_SAMPLES: {
       uint64_t lost = 0;
       std::memcpy(&lost, body + (h.type == PERF_RECORD_LOST ? 8 : 0), 8);
-      g_lost.fetch_add(lost, std::memory_order_relaxed);
       if (!Room(s, log::kMaxFixedRecordBytes, final)) return;
       s->w.KernelLost(ts, cpu, lost);
       break;
@@ -208,6 +215,17 @@ int MapRing(int fd, int want_pages, Ring* r) {
     if (m != -EPERM && m != -ENOMEM) break;
   }
   return static_cast<int>(-m);
+}
+
+// At the last read: a ring still full never gets to say what it dropped (a
+// one-thread program that computes without a recorded call is read only
+// then). Its records after the last one read may be missing.
+void SayIfFull(SlotStream* s, Ring& r) {
+  if (!r.full) return;
+  r.full = false;
+  if (!Room(s, log::kMaxFixedRecordBytes, true)) return;
+  s->w.KernelLost(r.last_ts != 0 ? r.last_ts : sys::MonotonicNs(), r.cpu, log::kRingFull);
+  s->w.PublishSize();
 }
 
 }  // namespace
@@ -276,6 +294,7 @@ bool Open(const Config& config, const char** why, int* err) {
     }
     Ring& r = g_rings[g_nrings];
     const int merr = MapRing(static_cast<int>(fd), pages, &r);
+    r.cpu = static_cast<uint32_t>(c);
     sys::Close(static_cast<int>(fd));  // the mapping keeps the event
     if (merr != 0) {
       *err = merr;
@@ -290,13 +309,17 @@ bool Open(const Config& config, const char** why, int* err) {
     *why = "no CPU accepted the events";
     return false;
   }
+  // A sample: header, {pid, tid}, time, {cpu, res}, nr, then the chain:
+  // up to sample_max_stack entries (without it, the kernel's own limit,
+  // perf_event_max_stack, 127 by default) and its context markers.
+  const uint64_t chain = a.sample_max_stack != 0 ? a.sample_max_stack : 127;
+  g_max_record = config.cpu_hz > 0 ? sizeof(perf_event_header) + 32 + 8 * (chain + 4)
+                                   : sizeof(perf_event_header) + kSampleIdBytes;
   g_active.store(true, std::memory_order_release);
   return true;
 }
 
 bool Active() { return g_active.load(std::memory_order_acquire); }
-
-uint64_t Lost() { return g_lost.load(std::memory_order_relaxed); }
 
 void ForgetForChild() {
   // The rings are not mapped in the child (MADV_DONTFORK): forget them.
@@ -321,8 +344,11 @@ void Drain(bool final) {
   }
   SlotStream* s = &KStream();
   const uint64_t limit = final ? ~uint64_t{0} : sys::MonotonicNs() - kHoldBackNs;
-  for (int i = 0; i < g_nrings; ++i)
-    g_rings[i].head = __atomic_load_n(&g_rings[i].meta()->data_head, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < g_nrings; ++i) {
+    Ring& r = g_rings[i];
+    r.head = __atomic_load_n(&r.meta()->data_head, __ATOMIC_ACQUIRE);
+    if (r.size - (r.head - r.tail) < g_max_record) r.full = true;
+  }
   // Each ring is in time order: merge them. (Static, under the lock: 9 KiB
   // of stack would cost page faults in every process.)
   static uint64_t next[kMaxCpus];
@@ -342,9 +368,17 @@ void Drain(bool final) {
       Copy(r, r.tail, g_scratch, h.size);
       p = g_scratch;
     }
+    // The kernel's count of what it dropped: the loss is known.
+    if (h.type == PERF_RECORD_LOST) r.full = false;
+    r.last_ts = next[best];
     Emit(s, p, final);
     r.tail += h.size;
     have[best] = PeekTime(r, &next[best]);
+    if (final && !have[best]) SayIfFull(s, r);  // in time order: right after its last record
+  }
+  // The rings with nothing to read (at the last read, all of them).
+  if (final) {
+    for (int i = 0; i < g_nrings; ++i) SayIfFull(s, g_rings[i]);
   }
   for (int i = 0; i < g_nrings; ++i)
     __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
@@ -359,6 +393,7 @@ void Discard() {
   }
   for (int i = 0; i < g_nrings; ++i) {
     g_rings[i].tail = __atomic_load_n(&g_rings[i].meta()->data_head, __ATOMIC_ACQUIRE);
+    g_rings[i].full = false;
     __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
   }
   g_lock.clear(std::memory_order_release);

@@ -63,7 +63,4 @@ void Discard();
 // mapped in the child: MADV_DONTFORK). Forgets them without reading.
 void ForgetForChild();
 
-// Records the kernel dropped (full rings), for the summary.
-uint64_t Lost();
-
 }  // namespace gotrace::kernel

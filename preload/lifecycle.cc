@@ -436,19 +436,27 @@ void QuietEnd() {
 // only (a build would otherwise print it once per compiler), unless
 // GOTRACE_SCHED=kernel asked for them.
 //
-// With GOTRACE_SCHED=auto they start when the process creates its second
-// thread (before it exists, so that it inherits them) or has been
-// recording for 10 ms, whichever comes first: opening them and their ring
-// buffers costs a few tenths of a millisecond, and a shell script's short
-// commands, one thread and a few milliseconds each, gain nothing from them.
+// With GOTRACE_SCHED=auto the run's first process opens them as it starts.
+// A descendant opens them when it creates its second thread (before it
+// exists, so that it inherits them) or has been recording for 10 ms,
+// whichever comes first: opening them and their ring buffers costs a few
+// tenths of a millisecond, and a shell script's short commands, one thread
+// and a few milliseconds each, gain nothing from them. The first process
+// cannot wait so: "recording for 10 ms" is seen only by a recorded call,
+// and a program that computes without one (an in-memory sqlite3 query, a
+// numeric loop) would have no CPU samples and no timeline at all. Where no
+// perf event was open on the machine in the last second, the first one
+// costs the process that opens it a `synchronize_rcu` (5 to 25 ms here);
+// tracewrap's helper (tracewrap-perf) holds one for the run.
 void StartKernelSched();
 
-// At the start of a log: GOTRACE_SCHED=kernel and infer decide now; auto
-// notes that the timeline is inferred until the kernel's records start
-// (the note that comes with them replaces it).
+// At the start of a log: GOTRACE_SCHED=kernel and infer decide now, and
+// so does auto in the run's first process; a descendant's auto notes that
+// the timeline is inferred until the kernel's records start (the note that
+// comes with them replaces it).
 void NoteKernelSchedLater() {
   g.kernel_tried.store(false);
-  if (g.config.sched != SchedMode::kAuto) {
+  if (g.config.sched != SchedMode::kAuto || !g.descendant) {
     StartKernelSched();
     return;
   }
@@ -788,6 +796,7 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
     d.Grouped(g.chunks_dropped.load()).Str(" chunks dropped (the log could not be written)");
     sys::Log(d.c_str());
   }
+  if (res.kernel_loss[0] != '\0') sys::Log(res.kernel_loss);
 }
 
 struct EncodeJob {

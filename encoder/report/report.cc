@@ -157,6 +157,8 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
         else if (k == "lost") p.lost = v;
         else if (k == "dropped") p.dropped = v;
         else if (k == "why") p.why = v;
+        else if (k == "full") p.full = v;
+        else if (k == "full_at") p.full_at = v;
       }
       r.processes.push_back(p);
     } else if (StartsWith(s, "gotrace-kinds:v1 ")) {
@@ -425,6 +427,11 @@ std::string SchedLine(const ProcessInfo& p) {
   s += ", CPU samples " + (p.cpu_hz == "0" || p.cpu_hz.empty() ? std::string("off") : p.cpu_hz + " Hz");
   s += ", lost " + (p.lost.empty() ? "0" : p.lost) + " kernel records, dropped " +
        (p.dropped.empty() ? "0" : p.dropped) + " records";
+  if (ToU64(p.full) > 0) {
+    s += Fmt("; %s still full at the end: records after %.3f s may be missing",
+             ToU64(p.full) == 1 ? "a kernel ring was" : (p.full + " kernel rings were").c_str(),
+             static_cast<double>(ToU64(p.full_at)) / 1e9);
+  }
   return s;
 }
 
@@ -597,7 +604,9 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
            ",\"cmd\":" + J(p.cmd) + ",\"sched\":" + J(p.sched) +
            ",\"cpu_hz\":" + std::to_string(ToU64(p.cpu_hz)) +
            ",\"lost\":" + std::to_string(ToU64(p.lost)) +
-           ",\"dropped\":" + std::to_string(ToU64(p.dropped)) + ",\"why\":" + J(p.why) + "}";
+           ",\"dropped\":" + std::to_string(ToU64(p.dropped)) +
+           ",\"rings_full\":" + std::to_string(ToU64(p.full)) +
+           ",\"full_at_ns\":" + std::to_string(ToU64(p.full_at)) + ",\"why\":" + J(p.why) + "}";
     }
     o += "],\"heap\":";
     o += r.has_heap ? Fmt("{\"peak\":%" PRIu64 ",\"final\":%" PRIu64 "}", r.heap_peak, r.heap_final)

@@ -59,6 +59,9 @@ struct WakePair {
 
 struct ProcessInfo {
   std::string pid, cmd, sched, cpu_hz, lost, dropped, why;
+  // Kernel rings still full at the process's last read (their records after
+  // full_at, ns into the trace, may be missing); empty: none.
+  std::string full, full_at;
 };
 
 struct Report {

@@ -120,6 +120,60 @@ TEST_CASE("GOTRACE_SCHED=infer: scheduling inferred, no line, no samples", "[sch
   CHECK(s.parsed.Count("GoBlockSync") >= 1);
 }
 
+// A one-thread program that only computes never makes a recorded call, so
+// "10 ms of recording" never comes: the run's first process opens the
+// kernel's events as it starts, and its CPU samples and timeline are there.
+TEST_CASE("default scheduling: a program that only computes has its CPU samples", "[sched]") {
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("d.trace")};
+  o.unset_env = {"GOTRACE_SCHED", "GOTRACE_CPU_HZ"};
+  const ProcResult r = RunProcess({Scenario("cpu_spin"), "300"}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.out, Catch::Contains("spun 300 ms: ok"));
+  if (r.err.find("exact scheduling is off") != std::string::npos) {
+    WARN("perf_event_open is not allowed here: " << r.err);
+    return;
+  }
+  CHECK_THAT(r.err, Catch::Contains("scheduling from the kernel"));
+  const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("CPUSample") >= 15);  // 100 per second of CPU time: about 30
+  CHECK_THAT(r.err, !Catch::Contains("overflowed"));
+}
+
+// Nothing reads the rings of a one-thread program that records nothing
+// until it ends: at 20,000 samples a second on one CPU they fill up, and
+// the kernel's own count of what it dropped never arrives. Said, not hidden.
+TEST_CASE("a kernel ring still full at the end is said, in the summary and the report", "[sched]") {
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("d.trace"),
+           "GOTRACE_CPU_HZ=20000", "GOTRACE_SCHED=kernel"};
+  const ProcResult r = RunProcess({Scenario("cpu_spin"), "1000", "--pin"}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  if (r.err.find("exact scheduling is off") != std::string::npos) {
+    WARN("perf_event_open is not allowed here: " << r.err);
+    return;
+  }
+  CHECK_THAT(r.err, Catch::Contains("the kernel's ring buffers overflowed"));
+  CHECK_THAT(r.err, Catch::Contains("still full at the end"));
+  CHECK_THAT(r.err, Catch::Contains("GOTRACE_CPU_HZ"));
+  CHECK(ValidateTrace(dir.File("d.trace")).empty());
+  const ProcResult rep =
+      RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "report", dir.File("d.trace")});
+  INFO(rep.err);
+  REQUIRE(rep.Exited(0));
+  CHECK_THAT(rep.out, Catch::Contains("kernel ring was still full at the end: records after"));
+  const ProcResult js = RunProcess(
+      {std::string(GOTRACE_BUILD_DIR) + "/gotrace", "report", "--format", "json", dir.File("d.trace")});
+  REQUIRE(js.Exited(0));
+  CHECK_THAT(js.out, Catch::Contains("\"rings_full\":1"));
+}
+
 TEST_CASE("perf_event_open denied (seccomp): one line, inferred scheduling, a valid trace",
           "[sched]") {
   for (const char* how : {"EACCES", "ENOSYS"}) {
