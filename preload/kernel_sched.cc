@@ -31,6 +31,22 @@ constexpr uint64_t kHoldBackNs = 1'000'000;
 // {u32 pid, tid} {u64 time} {u32 cpu, res}.
 constexpr size_t kSampleIdBytes = 24;
 
+// Problem: the kernel's call chains follow frame pointers, and Debian's
+// binaries and libraries keep none: a sample in libsqlite3 or python3 had
+// one frame (its leaf), the next "return address" being data. So a sample
+// can carry the thread's user registers (ip, sp, bp) and a copy of the top
+// kStackDumpBytes of its stack instead, walked here by the same DWARF CFI
+// unwinder as the interposers' stacks (the code is still mapped: the
+// reader is this process), as `perf record --call-graph dwarf` does
+// offline. 8 KiB, as perf's default: sqlite3's shell running a query
+// reached main in 88% of its samples with it, in none with 4 KiB; a deeper
+// stack is cut there and marked truncated. The price is room: a sample is
+// then 8.3 KiB in the ring instead of about 100 bytes (UseStackCopies says
+// when a process takes them). GOTRACE_UNWIND=fp keeps the kernel's chains.
+constexpr uint32_t kStackDumpBytes = 8192;
+// x86_64's perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
+constexpr int kPerfRegBp = 6, kPerfRegSp = 7, kPerfRegIp = 8;
+
 struct Ring {
   uint8_t* base;        // the mapping: metadata page, then data
   size_t map_len;
@@ -52,6 +68,8 @@ int g_nrings = 0;
 std::atomic<bool> g_active{false};
 std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
 int g_pid = 0;
+uint64_t g_sample_type = 0;  // what the samples carry (Open)
+bool g_upgrade_tried = false;  // UseStackCopies, once per image
 // The largest record the rings may hold (a sample with the longest call
 // chain): a ring with less free room than this may have refused one.
 uint64_t g_max_record = 0;
@@ -102,6 +120,41 @@ bool Room(SlotStream* s, size_t n, bool final) {
   return s->open ? internal::StreamSpill(s, final) : internal::StreamBegin(s, sys::MonotonicNs(), final);
 }
 
+// A sample's stack from its user registers and stack copy (REGS_USER with
+// bp, sp, ip; STACK_USER): walked by CFI over the copy (kStackDumpBytes).
+// Returns the frames (pcs[0] the interrupted instruction + 1, as a call
+// chain's); *cut when the walk stopped before the outermost frame.
+size_t WalkSample(const uint8_t* q, const uint8_t* end, uint64_t* pcs, bool* cut) {
+  uint64_t abi = 0, regs[3] = {}, size = 0, dyn = 0;
+  if (q + 8 > end) return 0;
+  std::memcpy(&abi, q, 8);
+  q += 8;
+  if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+    if (q + sizeof regs > end) return 0;
+    std::memcpy(regs, q, sizeof regs);  // in register-number order: bp, sp, ip
+    q += sizeof regs;
+  }
+  if (q + 8 > end) return 0;
+  std::memcpy(&size, q, 8);
+  q += 8;
+  const uint8_t* data = q;
+  if (size > static_cast<uint64_t>(end - q)) return 0;
+  if (size > 0) {
+    if (q + size + 8 > end) return 0;
+    std::memcpy(&dyn, q + size, 8);
+    if (dyn > size) dyn = size;
+  }
+  if (abi == PERF_SAMPLE_REGS_ABI_NONE) return 0;  // no user registers (a kernel thread)
+  const uintptr_t bp = regs[0], sp = regs[1], ip = regs[2];
+  if (ip < 4096) return 0;
+  const unwind::Regs start{ip + 1, sp, bp, true};
+  const unwind::FpBounds b{sp, sp + dyn, data};
+  const unwind::WalkResult wr = unwind::Walk(unwind::ProcessUnwind(), unwind::WalkMode::kAuto,
+                                             start, b, pcs, g.config.depth);
+  *cut = wr.truncated();
+  return wr.n;
+}
+
 // Appends one kernel record to the stream (a copy of it, whole, at `p`).
 void Emit(SlotStream* s, const uint8_t* p, bool final) {
   perf_event_header h;
@@ -134,27 +187,35 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
       break;
     }
     case PERF_RECORD_SAMPLE: {
-      uint64_t nr = 0;
-      if (h.size >= sizeof h + 32) std::memcpy(&nr, body + 24, 8);
-      if (nr > (h.size - sizeof h - 32) / 8) nr = 0;
       uint64_t pcs[log::kMaxStackDepth];
       size_t n = 0;
-      for (uint64_t i = 0; i < nr && n < g.config.depth; ++i) {
-        uint64_t ip;
-        std::memcpy(&ip, body + 32 + 8 * i, 8);
-        if (ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX)) continue;  // a context marker
-        if (ip < 4096) break;
-        // The first entry is where the thread was, not a return address:
-        // +1, because every frame is looked up at pc - 1.
-        pcs[n] = n == 0 ? ip + 1 : ip;
-        ++n;
+      bool cut = false;
+      const uint8_t* q = body + 24;  // after {pid, tid}, time, {cpu, res}
+      const uint8_t* const end = p + h.size;
+      if (g_sample_type & PERF_SAMPLE_CALLCHAIN) {
+        uint64_t nr = 0;
+        if (q + 8 <= end) std::memcpy(&nr, q, 8);
+        if (nr > static_cast<uint64_t>(end - q - 8) / 8) nr = 0;
+        for (uint64_t i = 0; i < nr && n < g.config.depth; ++i) {
+          uint64_t ip;
+          std::memcpy(&ip, q + 8 + 8 * i, 8);
+          if (ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX)) continue;  // a context marker
+          if (ip < 4096) break;
+          // The first entry is where the thread was, not a return address:
+          // +1, because every frame is looked up at pc - 1.
+          pcs[n] = n == 0 ? ip + 1 : ip;
+          ++n;
+        }
+        // The kernel follows frame pointers, which Debian's code does not
+        // keep: the chain runs into data. Cut it at the first address that
+        // is not code (issue 14: no frame outside executable code), as cut.
+        const unwind::WalkResult code =
+            unwind::CheckCode(unwind::ProcessUnwind(), pcs, n, g.config.depth + 1);
+        cut = code.n < n;
+        n = code.n;
+      } else if (g_sample_type & PERF_SAMPLE_REGS_USER) {
+        n = WalkSample(q, end, pcs, &cut);
       }
-      // The kernel follows frame pointers, which Debian's code does not
-      // keep: the chain runs into data. Cut it at the first address that is
-      // not code (issue 14: no frame outside executable code), as cut.
-      const unwind::WalkResult code = unwind::CheckCode(unwind::ProcessUnwind(), pcs, n, g.config.depth + 1);
-      const bool cut = code.n < n;
-      n = code.n;
       uint32_t stack = 0;
       if (n > 0) {
         bool fresh = false;
@@ -228,9 +289,73 @@ void SayIfFull(SlotStream* s, Ring& r) {
   s->w.PublishSize();
 }
 
+// `all`: every record, none held back (the last read, or the events are
+// about to be replaced); a ring still full is then said (SayIfFull).
+// Returns whether the rings were read.
+bool DrainRings(bool final, bool all) {
+  if (!g_active.load(std::memory_order_acquire)) return false;
+  // Not recording (the exit path has begun: its own final read comes):
+  // leave the records where they are.
+  if (!final && g.bind.load(std::memory_order_acquire) == 0) return false;
+  // A periodic read gives way to one in progress. The final one waits for
+  // it (the flusher's reads are short), but never without bound: a crash
+  // inside a read on this very thread must not hang the process.
+  int tries = final ? 20000 : 1;
+  while (g_lock.test_and_set(std::memory_order_acquire)) {
+    if (--tries <= 0) return false;
+    sys::Syscall6(SYS_sched_yield);
+  }
+  SlotStream* s = &KStream();
+  const uint64_t limit = all ? ~uint64_t{0} : sys::MonotonicNs() - kHoldBackNs;
+  for (int i = 0; i < g_nrings; ++i) {
+    Ring& r = g_rings[i];
+    r.head = __atomic_load_n(&r.meta()->data_head, __ATOMIC_ACQUIRE);
+    if (r.size - (r.head - r.tail) < g_max_record) r.full = true;
+  }
+  // Each ring is in time order: merge them. (Static, under the lock: 9 KiB
+  // of stack would cost page faults in every process.)
+  static uint64_t next[kMaxCpus];
+  static bool have[kMaxCpus];
+  for (int i = 0; i < g_nrings; ++i) have[i] = PeekTime(g_rings[i], &next[i]);
+  for (;;) {
+    int best = -1;
+    for (int i = 0; i < g_nrings; ++i)
+      if (have[i] && (best < 0 || next[i] < next[best])) best = i;
+    if (best < 0 || next[best] > limit) break;
+    Ring& r = g_rings[best];
+    perf_event_header h;
+    Copy(r, r.tail, &h, sizeof h);
+    const uint64_t off = r.tail & (r.size - 1);
+    const uint8_t* p = r.data + off;
+    if (off + h.size > r.size) {
+      Copy(r, r.tail, g_scratch, h.size);
+      p = g_scratch;
+    }
+    // The kernel's count of what it dropped: the loss is known.
+    if (h.type == PERF_RECORD_LOST) r.full = false;
+    r.last_ts = next[best];
+    Emit(s, p, final);
+    r.tail += h.size;
+    have[best] = PeekTime(r, &next[best]);
+    if (all && !have[best]) SayIfFull(s, r);  // in time order: right after its last record
+  }
+  // The rings with nothing to read (at the last read, all of them).
+  if (all) {
+    for (int i = 0; i < g_nrings; ++i) SayIfFull(s, g_rings[i]);
+  }
+  for (int i = 0; i < g_nrings; ++i)
+    __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
+  g_lock.clear(std::memory_order_release);
+  return true;
+}
+
+// Every record in the rings (the events are about to be replaced); false
+// if they could not be read now.
+bool DrainAll() { return DrainRings(false, true); }
+
 }  // namespace
 
-bool Open(const Config& config, const char** why, int* err) {
+bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   *why = nullptr;
   *err = 0;
   CloseAll();
@@ -241,12 +366,21 @@ bool Open(const Config& config, const char** why, int* err) {
   a.size = sizeof a;
   a.type = PERF_TYPE_SOFTWARE;
   a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+  // The stack copy where our unwinder follows CFI (see kStackDumpBytes).
+  const bool dump = stack_copies && config.unwind != UnwindMode::kFp &&
+                    config.unwind != UnwindMode::kNone && unwind::CfiSupported();
   if (config.cpu_hz > 0) {
     a.config = PERF_COUNT_SW_CPU_CLOCK;
     a.sample_period = 1'000'000'000ull / config.cpu_hz;  // ns of CPU time
-    a.sample_type |= PERF_SAMPLE_CALLCHAIN;
-    a.exclude_callchain_kernel = 1;
-    a.sample_max_stack = static_cast<uint16_t>(config.depth);
+    if (dump) {
+      a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+      a.sample_regs_user = (1ull << kPerfRegBp) | (1ull << kPerfRegSp) | (1ull << kPerfRegIp);
+      a.sample_stack_user = kStackDumpBytes;
+    } else {
+      a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+      a.exclude_callchain_kernel = 1;
+      a.sample_max_stack = static_cast<uint16_t>(config.depth);
+    }
   } else {
     a.config = PERF_COUNT_SW_DUMMY;
   }
@@ -267,9 +401,17 @@ bool Open(const Config& config, const char** why, int* err) {
     long fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd == -EINVAL && c == 0 && !retried) {
       // An older kernel: without inherit_thread (fork children then report
-      // into our rings and are told apart by pid) and the stack limit.
+      // into our rings and are told apart by pid), the kernel's call chains
+      // and no stack limit.
       retried = true;
       a.inherit_thread = 0;
+      if (a.sample_type & PERF_SAMPLE_STACK_USER) {
+        a.sample_type &= ~uint64_t{PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER};
+        a.sample_regs_user = 0;
+        a.sample_stack_user = 0;
+        a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+        a.exclude_callchain_kernel = 1;
+      }
       a.sample_max_stack = 0;
       fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
     }
@@ -309,81 +451,54 @@ bool Open(const Config& config, const char** why, int* err) {
     *why = "no CPU accepted the events";
     return false;
   }
-  // A sample: header, {pid, tid}, time, {cpu, res}, nr, then the chain:
-  // up to sample_max_stack entries (without it, the kernel's own limit,
-  // perf_event_max_stack, 127 by default) and its context markers.
+  // A sample: header, {pid, tid}, time, {cpu, res}, then either nr and the
+  // chain (up to sample_max_stack entries, without it the kernel's own
+  // limit, perf_event_max_stack, 127 by default, and its context markers)
+  // or the registers (abi and three) and the stack copy (size, bytes,
+  // dyn_size).
   const uint64_t chain = a.sample_max_stack != 0 ? a.sample_max_stack : 127;
-  g_max_record = config.cpu_hz > 0 ? sizeof(perf_event_header) + 32 + 8 * (chain + 4)
-                                   : sizeof(perf_event_header) + kSampleIdBytes;
+  g_sample_type = a.sample_type;
+  g_max_record = config.cpu_hz == 0 ? sizeof(perf_event_header) + kSampleIdBytes
+                 : (a.sample_type & PERF_SAMPLE_STACK_USER)
+                     ? sizeof(perf_event_header) + 24 + 32 + 8 + kStackDumpBytes + 8
+                     : sizeof(perf_event_header) + 32 + 8 * (chain + 4);
   g_active.store(true, std::memory_order_release);
   return true;
 }
 
 bool Active() { return g_active.load(std::memory_order_acquire); }
 
+bool StackCopies() { return Active() && (g_sample_type & PERF_SAMPLE_STACK_USER) != 0; }
+
+bool UseStackCopies(const Config& config) {
+  if (!Active() || StackCopies() || config.cpu_hz == 0 || config.unwind == UnwindMode::kFp ||
+      config.unwind == UnwindMode::kNone || !unwind::CfiSupported()) {
+    return StackCopies();
+  }
+  // Once per image: a refusal is not asked again at every tick.
+  if (g_upgrade_tried) return false;
+  // Everything recorded so far into the log (none of it is younger than
+  // what the new events will record), then the new events. Not if the
+  // rings cannot be read now (the exit path has begun): they stay.
+  if (!DrainAll()) return false;
+  g_upgrade_tried = true;
+  const char* why = nullptr;
+  int err = 0;
+  if (Open(config, true, &why, &err)) return true;
+  // Refused this time (the locked-memory limit, say): call chains again.
+  return Open(config, false, &why, &err) && false;
+}
+
 void ForgetForChild() {
   // The rings are not mapped in the child (MADV_DONTFORK): forget them.
   for (int i = 0; i < g_nrings; ++i) g_rings[i] = Ring{};
   g_nrings = 0;
+  g_upgrade_tried = false;
   g_active.store(false, std::memory_order_release);
   g_lock.clear(std::memory_order_release);  // a drain may have been running in the parent
 }
 
-void Drain(bool final) {
-  if (!g_active.load(std::memory_order_acquire)) return;
-  // Not recording (the exit path has begun: its own final read comes):
-  // leave the records where they are.
-  if (!final && g.bind.load(std::memory_order_acquire) == 0) return;
-  // A periodic read gives way to one in progress. The final one waits for
-  // it (the flusher's reads are short), but never without bound: a crash
-  // inside a read on this very thread must not hang the process.
-  int tries = final ? 20000 : 1;
-  while (g_lock.test_and_set(std::memory_order_acquire)) {
-    if (--tries <= 0) return;
-    sys::Syscall6(SYS_sched_yield);
-  }
-  SlotStream* s = &KStream();
-  const uint64_t limit = final ? ~uint64_t{0} : sys::MonotonicNs() - kHoldBackNs;
-  for (int i = 0; i < g_nrings; ++i) {
-    Ring& r = g_rings[i];
-    r.head = __atomic_load_n(&r.meta()->data_head, __ATOMIC_ACQUIRE);
-    if (r.size - (r.head - r.tail) < g_max_record) r.full = true;
-  }
-  // Each ring is in time order: merge them. (Static, under the lock: 9 KiB
-  // of stack would cost page faults in every process.)
-  static uint64_t next[kMaxCpus];
-  static bool have[kMaxCpus];
-  for (int i = 0; i < g_nrings; ++i) have[i] = PeekTime(g_rings[i], &next[i]);
-  for (;;) {
-    int best = -1;
-    for (int i = 0; i < g_nrings; ++i)
-      if (have[i] && (best < 0 || next[i] < next[best])) best = i;
-    if (best < 0 || next[best] > limit) break;
-    Ring& r = g_rings[best];
-    perf_event_header h;
-    Copy(r, r.tail, &h, sizeof h);
-    const uint64_t off = r.tail & (r.size - 1);
-    const uint8_t* p = r.data + off;
-    if (off + h.size > r.size) {
-      Copy(r, r.tail, g_scratch, h.size);
-      p = g_scratch;
-    }
-    // The kernel's count of what it dropped: the loss is known.
-    if (h.type == PERF_RECORD_LOST) r.full = false;
-    r.last_ts = next[best];
-    Emit(s, p, final);
-    r.tail += h.size;
-    have[best] = PeekTime(r, &next[best]);
-    if (final && !have[best]) SayIfFull(s, r);  // in time order: right after its last record
-  }
-  // The rings with nothing to read (at the last read, all of them).
-  if (final) {
-    for (int i = 0; i < g_nrings; ++i) SayIfFull(s, g_rings[i]);
-  }
-  for (int i = 0; i < g_nrings; ++i)
-    __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
-  g_lock.clear(std::memory_order_release);
-}
+void Drain(bool final) { (void)DrainRings(final, final); }
 
 void Discard() {
   if (!g_active.load(std::memory_order_acquire)) return;

@@ -44,7 +44,25 @@ namespace gotrace::kernel {
 // Opens the events for the calling process (its calling thread and every
 // thread created afterwards). False, with a reason for the user in *why
 // (static text) and the errno in *err, if the kernel refuses or lacks them.
-bool Open(const Config& config, const char** why, int* err);
+// `stack_copies`: CPU samples carry a copy of the user stack, walked here by
+// CFI (kernel_sched.cc, kStackDumpBytes), where GOTRACE_UNWIND allows it;
+// otherwise the kernel's frame-pointer call chains.
+bool Open(const Config& config, bool stack_copies, const char** why, int* err);
+
+// Whether the samples carry stack copies (Open's stack_copies took effect).
+bool StackCopies();
+
+// Problem: a sample with a stack copy is 8 KiB in the ring, one with a
+// call chain about 100 bytes, and the rings of a one-thread program are
+// read only by its own recorded calls (every 10 ms) or at its end: one
+// that computes without a recorded call would lose all but its first
+// second of samples. So a process that opens its events at its start (the
+// run's first) takes call chains, and moves to stack copies once something
+// will read its rings (its second thread's flusher, or its first 10 ms
+// tick): the rings are read out and the events opened anew. Only with one
+// thread in the process (before a second one exists). True if the events
+// now carry stack copies.
+bool UseStackCopies(const Config& config);
 
 // Whether Open succeeded in this process image.
 bool Active();

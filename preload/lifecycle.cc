@@ -448,7 +448,7 @@ void QuietEnd() {
 // perf event was open on the machine in the last second, the first one
 // costs the process that opens it a `synchronize_rcu` (5 to 25 ms here);
 // tracewrap's helper (tracewrap-perf) holds one for the run.
-void StartKernelSched();
+void StartKernelSched(bool at_start);
 
 // At the start of a log: GOTRACE_SCHED=kernel and infer decide now, and
 // so does auto in the run's first process; a descendant's auto notes that
@@ -457,7 +457,7 @@ void StartKernelSched();
 void NoteKernelSchedLater() {
   g.kernel_tried.store(false);
   if (g.config.sched != SchedMode::kAuto || !g.descendant) {
-    StartKernelSched();
+    StartKernelSched(/*at_start=*/true);
     return;
   }
   static const char kWhy[] = "not started: one thread, shorter than 10 ms";
@@ -472,10 +472,12 @@ void MaybeStartKernelSched() {
   if (g.kernel_tried.exchange(true)) return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  StartKernelSched();
+  StartKernelSched(/*at_start=*/false);
 }
 
-void StartKernelSched() {
+// At its start a process takes the kernel's call chains for its samples,
+// later stack copies (kernel::UseStackCopies says why).
+void StartKernelSched(bool at_start) {
   g.kernel_tried.store(true);
   const char* why = nullptr;
   int err = 0;
@@ -485,7 +487,8 @@ void StartKernelSched() {
       !MaterializeSlow()) {
     return;
   }
-  const bool on = g.config.sched != SchedMode::kInfer && kernel::Open(g.config, &why, &err);
+  const bool on =
+      g.config.sched != SchedMode::kInfer && kernel::Open(g.config, !at_start, &why, &err);
   char text[600];
   sys::Line l(text, sizeof text);
   if (!on && why != nullptr) {
@@ -1866,12 +1869,24 @@ void MaybeStartFlusher() {
   }
 }
 
+// The kernel's events move to stack copies (kernel::UseStackCopies) with
+// the process's one thread, while no flusher reads the rings.
+void MaybeUseStackCopies() {
+  if (!kernel::Active() || kernel::StackCopies() || FlusherRunning() ||
+      g.app_threads.load(std::memory_order_relaxed) > 1 || g.ending.load(std::memory_order_relaxed))
+    return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  (void)kernel::UseStackCopies(g.config);
+}
+
 void AppThreadCreating() {
   // A staged process makes its log while it still has one thread (staging
   // writes without locks: one writer).
   Materialize();
   // Before the new thread exists: it inherits the kernel's events.
   MaybeStartKernelSched();
+  MaybeUseStackCopies();
   g.app_threads.fetch_add(1, std::memory_order_acq_rel);
   MaybeStartFlusher();
 }
@@ -1881,8 +1896,12 @@ void KernelSchedTick(uint64_t now) {
   // records (and the log they need) would be made for nothing (a long grep
   // or sort). They start at its first tick after it turns worth a trace.
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
-      !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed))
+      !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed)) {
     MaybeStartKernelSched();
+    // Its recorded calls read the rings from now on: samples may carry
+    // their stacks.
+    MaybeUseStackCopies();
+  }
 }
 
 void AppThreadCreateFailed() { AppThreadEnded(nullptr); }

@@ -16,7 +16,7 @@ constexpr unsigned kRowCacheLog2 = 15;
 // A word of the stack, if it is inside the bounds and aligned.
 inline bool ReadStack(FpBounds b, uintptr_t a, uintptr_t* v) {
   if ((a & 7) != 0 || a < b.lo || b.hi < 8 || a > b.hi - 8) return false;
-  *v = *reinterpret_cast<const uintptr_t*>(a);
+  *v = StackWord(b, a);
   return true;
 }
 

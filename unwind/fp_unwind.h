@@ -19,10 +19,23 @@
 
 namespace gotrace::unwind {
 
+// The stack a walk may read: [lo, hi). `copy`, when set, holds those bytes
+// as they were (a snapshot of another moment's stack: the kernel's copy at
+// a CPU sample), and reads come from it instead of the live memory.
 struct FpBounds {
   uintptr_t lo;
   uintptr_t hi;
+  const uint8_t* copy = nullptr;
 };
+
+// The word at a (aligned, inside b: the caller checked), from the stack or
+// its copy.
+__attribute__((always_inline)) inline uintptr_t StackWord(const FpBounds& b, uintptr_t a) {
+  if (b.copy == nullptr) return *reinterpret_cast<const uintptr_t*>(a);
+  uintptr_t v;
+  __builtin_memcpy(&v, b.copy + (a - b.lo), sizeof v);
+  return v;
+}
 
 // Why a walk stopped. Anything but kOutermost means the stack is cut short
 // (the log marks such stacks truncated).
@@ -56,9 +69,8 @@ __attribute__((always_inline)) inline WalkResult FpUnwind(uintptr_t fp, uintptr_
       r.end = WalkEnd::kBadFrame;
       return r;
     }
-    const uintptr_t* frame = reinterpret_cast<const uintptr_t*>(fp);
-    const uintptr_t next = frame[0];
-    const uintptr_t ret = frame[1];
+    const uintptr_t next = StackWord(b, fp);
+    const uintptr_t ret = StackWord(b, fp + 8);
     if (!is_code(ret)) {
       r.end = WalkEnd::kNotCode;
       r.bad_pc = ret;

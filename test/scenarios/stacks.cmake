@@ -22,6 +22,9 @@ endforeach()
 # Code without frame pointers (GOTRACE_UNWIND=libunwind, and fp must not crash).
 add_executable(stacks_nofp stacks_nofp.c)
 target_compile_options(stacks_nofp PRIVATE -g -O2 -fomit-frame-pointer -pthread)
+# CPU samples in code without frame pointers: stack copies walked by CFI.
+add_executable(cpu_nofp cpu_nofp.c)
+target_compile_options(cpu_nofp PRIVATE -g -O2 -fomit-frame-pointer -pthread)
 
 # The default unwinding on code without frame pointers (issue 14): a
 # contended lock and a blocking read three calls deep, one caller with rbp
@@ -83,7 +86,7 @@ foreach(kind pie nopie)
 endforeach()
 add_custom_target(stacks_symbol_copies DEPENDS ${GOTRACE_STACKS_COPIES})
 
-set(GOTRACE_STACKS_TARGETS stacks_inline stacks_dlclose stacks_plugin_a stacks_plugin_b stacks_nofp
+set(GOTRACE_STACKS_TARGETS stacks_inline stacks_dlclose stacks_plugin_a stacks_plugin_b stacks_nofp cpu_nofp
   stacks_auto stacks_auto_cxx
   stacks_exceptions stacks_libunwind_probe stacks_cfi_lie stacks_cfi_truth stacks_cfi_reload
   stacks_symbols_pie

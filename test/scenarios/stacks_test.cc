@@ -274,6 +274,55 @@ TEST_CASE("stacks: code without frame pointers: auto and libunwind find every ca
   }
 }
 
+// The CPU samples of a trace (gotrace pprof --kind cpu, read back by go tool
+// pprof -raw), with their frames.
+std::vector<Sample> CpuProfile(const std::string& trace, const TempDir& dir) {
+  const std::string pb = dir.File("cpu.pb.gz");
+  const ProcResult p =
+      RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "pprof", "--kind", "cpu", trace, "-o", pb});
+  INFO(p.err);
+  REQUIRE(p.Exited(0));
+  const ProcResult raw = RunProcess({GoBinary(), "tool", "pprof", "-raw", pb});
+  INFO(raw.err);
+  REQUIRE(raw.Exited(0));
+  return ParseRaw(raw.out);
+}
+
+TEST_CASE("stacks: CPU samples in code without frame pointers: every caller by default, the leaf "
+          "with fp",
+          "[stacks][sched]") {
+  const std::vector<Want> whole = {{"cpu_nofp_leaf", "cpu_nofp.c"}, {"cpu_nofp_middle", "cpu_nofp.c"},
+                                   {"cpu_nofp_outer", "cpu_nofp.c"}, {"cpu_nofp_worker", "cpu_nofp.c"}};
+  for (const char* unwind : {"auto", "fp"}) {
+    INFO("GOTRACE_UNWIND=" << unwind);
+    TempDir dir;
+    ProcOptions o;
+    o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("d.trace"),
+             std::string("GOTRACE_UNWIND=") + unwind};
+    o.unset_env = {"GOTRACE_SCHED", "GOTRACE_CPU_HZ"};
+    const ProcResult r = RunProcess({Scenario("cpu_nofp"), "400"}, o);
+    INFO(r.Describe() << "\n" << r.err);
+    REQUIRE(r.Exited(0));
+    CHECK(r.out == "cpu_nofp: both computed\n");
+    if (r.err.find("exact scheduling is off") != std::string::npos) {
+      WARN("perf_event_open is not allowed here: " << r.err);
+      return;
+    }
+    const std::vector<Sample> prof = CpuProfile(dir.File("d.trace"), dir);
+    INFO(Describe(prof));
+    uint64_t in_leaf = 0;
+    for (const Sample& smp : prof)
+      if (!smp.frames.empty() && smp.frames[0].func == "cpu_nofp_leaf") in_leaf += smp.count;
+    CHECK(in_leaf >= 20);  // 2 threads, 0.4 s, 100 Hz: about 80
+    const uint64_t walked = CountWith(prof, whole);
+    if (std::string(unwind) == "auto") {
+      CHECK(walked * 10 >= in_leaf * 9);  // the stack copy's walk reaches the thread's start
+    } else {
+      CHECK(walked * 10 <= in_leaf);  // the kernel's chain: rbp is not a frame pointer here
+    }
+  }
+}
+
 TEST_CASE("stacks: after a dlclose, libunwind never walks new code with the old code's rules",
           "[stacks]") {
   // stacks_cfi_lie.so and stacks_cfi_truth.so: the same code at the same
