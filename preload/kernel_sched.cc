@@ -39,10 +39,11 @@ constexpr size_t kSampleIdBytes = 24;
 // unwinder as the interposers' stacks (the code is still mapped: the
 // reader is this process), as `perf record --call-graph dwarf` does
 // offline. 8 KiB, as perf's default: sqlite3's shell running a query
-// reached main in 88% of its samples with it, in none with 4 KiB; a deeper
-// stack is cut there and marked truncated. The price is room: a sample is
-// then 8.3 KiB in the ring instead of about 100 bytes (UseStackCopies says
-// when a process takes them). GOTRACE_UNWIND=fp keeps the kernel's chains.
+// (copies forced) reached main in 88% of its samples with it, in none with
+// 4 KiB; a deeper stack is cut there and marked truncated. The price is
+// room: a sample is then 8.3 KiB in the ring instead of about 100 bytes
+// (UseStackCopies says when a process takes them). GOTRACE_UNWIND=fp keeps
+// the kernel's chains.
 constexpr uint32_t kStackDumpBytes = 8192;
 // x86_64's perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
 constexpr int kPerfRegBp = 6, kPerfRegSp = 7, kPerfRegIp = 8;

@@ -56,12 +56,11 @@ bool StackCopies();
 // call chain about 100 bytes, and the rings of a one-thread program are
 // read only by its own recorded calls (every 10 ms) or at its end: one
 // that computes without a recorded call would lose all but its first
-// second of samples. So a process that opens its events at its start (the
-// run's first) takes call chains, and moves to stack copies once something
-// will read its rings (its second thread's flusher, or its first 10 ms
-// tick): the rings are read out and the events opened anew. Only with one
-// thread in the process (before a second one exists). True if the events
-// now carry stack copies.
+// second of samples. So a one-thread process takes call chains, and moves
+// to stack copies once something reads its rings on a clock: its second
+// thread's flusher (lifecycle.cc, MaybeUseStackCopies). The rings are read
+// out and the events opened anew, before the second thread exists. True
+// if the events now carry stack copies.
 bool UseStackCopies(const Config& config);
 
 // Whether Open succeeded in this process image.

@@ -448,7 +448,7 @@ void QuietEnd() {
 // perf event was open on the machine in the last second, the first one
 // costs the process that opens it a `synchronize_rcu` (5 to 25 ms here);
 // tracewrap's helper (tracewrap-perf) holds one for the run.
-void StartKernelSched(bool at_start);
+void StartKernelSched(bool stack_copies);
 
 // At the start of a log: GOTRACE_SCHED=kernel and infer decide now, and
 // so does auto in the run's first process; a descendant's auto notes that
@@ -457,7 +457,7 @@ void StartKernelSched(bool at_start);
 void NoteKernelSchedLater() {
   g.kernel_tried.store(false);
   if (g.config.sched != SchedMode::kAuto || !g.descendant) {
-    StartKernelSched(/*at_start=*/true);
+    StartKernelSched(/*stack_copies=*/false);
     return;
   }
   static const char kWhy[] = "not started: one thread, shorter than 10 ms";
@@ -467,17 +467,20 @@ void NoteKernelSchedLater() {
   ProcCommit();
 }
 
-void MaybeStartKernelSched() {
+// `second_thread`: called as the process creates its second thread (its
+// flusher will read the rings: stack copies), else at a 10 ms tick.
+void MaybeStartKernelSched(bool second_thread) {
   if (g.config.sched != SchedMode::kAuto || g.kernel_tried.load(std::memory_order_relaxed)) return;
   if (g.kernel_tried.exchange(true)) return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  StartKernelSched(/*at_start=*/false);
+  StartKernelSched(/*stack_copies=*/second_thread);
 }
 
-// At its start a process takes the kernel's call chains for its samples,
-// later stack copies (kernel::UseStackCopies says why).
-void StartKernelSched(bool at_start) {
+// `stack_copies`: the samples carry stack copies, for a process about to
+// have a second thread; else the kernel's call chains
+// (kernel::UseStackCopies says why).
+void StartKernelSched(bool stack_copies) {
   g.kernel_tried.store(true);
   const char* why = nullptr;
   int err = 0;
@@ -488,7 +491,7 @@ void StartKernelSched(bool at_start) {
     return;
   }
   const bool on =
-      g.config.sched != SchedMode::kInfer && kernel::Open(g.config, !at_start, &why, &err);
+      g.config.sched != SchedMode::kInfer && kernel::Open(g.config, stack_copies, &why, &err);
   char text[600];
   sys::Line l(text, sizeof text);
   if (!on && why != nullptr) {
@@ -1869,8 +1872,12 @@ void MaybeStartFlusher() {
   }
 }
 
-// The kernel's events move to stack copies (kernel::UseStackCopies) with
-// the process's one thread, while no flusher reads the rings.
+// The kernel's events move to stack copies (kernel::UseStackCopies) as the
+// process creates its second thread: from then on its flusher reads the
+// rings every GOTRACE_FLUSH_MS. Not at a one-thread process's 10 ms ticks:
+// its recorded calls read the rings only as long as it makes some, and a
+// script that imports, then computes in a loop that calls nothing, would
+// lose all but the first second of its samples.
 void MaybeUseStackCopies() {
   if (!kernel::Active() || kernel::StackCopies() || FlusherRunning() ||
       g.app_threads.load(std::memory_order_relaxed) > 1 || g.ending.load(std::memory_order_relaxed))
@@ -1885,7 +1892,7 @@ void AppThreadCreating() {
   // writes without locks: one writer).
   Materialize();
   // Before the new thread exists: it inherits the kernel's events.
-  MaybeStartKernelSched();
+  MaybeStartKernelSched(/*second_thread=*/true);
   MaybeUseStackCopies();
   g.app_threads.fetch_add(1, std::memory_order_acq_rel);
   MaybeStartFlusher();
@@ -1897,10 +1904,7 @@ void KernelSchedTick(uint64_t now) {
   // or sort). They start at its first tick after it turns worth a trace.
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
       !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed)) {
-    MaybeStartKernelSched();
-    // Its recorded calls read the rings from now on: samples may carry
-    // their stacks.
-    MaybeUseStackCopies();
+    MaybeStartKernelSched(/*second_thread=*/false);
   }
 }
 

@@ -2,17 +2,20 @@
 // Scenario (issue 13): a one-thread program that only computes, calling
 // nothing gotrace records (the clock is read through the vDSO), as an
 // in-memory database query or a numeric loop does.
-//   cpu_spin MS [--pin]
+//   cpu_spin MS [--pin] [--io MS2]
 // Spins for MS milliseconds of wall time in a chain of three functions;
 // --pin first pins the process to the CPU it runs on, so that every record
-// of the kernel's goes to one ring buffer.
+// of the kernel's goes to one ring buffer; --io first writes to /dev/null
+// for MS2 milliseconds (recorded calls: a script's imports, then its loop).
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t NowNs(void) {
   struct timespec ts;
@@ -40,14 +43,22 @@ __attribute__((noinline)) static uint64_t spin_outer(uint64_t ms) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: cpu_spin MS [--pin]\n");
+    fprintf(stderr, "usage: cpu_spin MS [--pin] [--io MS2]\n");
     return 2;
   }
-  if (argc > 2 && strcmp(argv[2], "--pin") == 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(sched_getcpu(), &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) perror("sched_setaffinity");
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--pin") == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(sched_getcpu(), &set);
+      if (sched_setaffinity(0, sizeof set, &set) != 0) perror("sched_setaffinity");
+    } else if (strcmp(argv[i], "--io") == 0 && i + 1 < argc) {
+      const uint64_t until = NowNs() + strtoull(argv[++i], NULL, 10) * 1000000u;
+      const int fd = open("/dev/null", O_WRONLY);
+      char byte = 0;
+      while (NowNs() < until) (void)!write(fd, &byte, 1);
+      close(fd);
+    }
   }
   const uint64_t rounds = spin_outer(strtoull(argv[1], NULL, 10));
   printf("spun %s ms: %s\n", argv[1], rounds > 1 ? "ok" : "no rounds");
