@@ -45,6 +45,9 @@ constexpr size_t kSampleIdBytes = 24;
 // (UseStackCopies says when a process takes them). GOTRACE_UNWIND=fp keeps
 // the kernel's chains.
 constexpr uint32_t kStackDumpBytes = 8192;
+// Such a sample in the ring: header, {pid, tid}, time, {cpu, res}, the
+// registers (abi and three), the copy's size, the copy and its dyn_size.
+constexpr uint64_t kCopyRecordBytes = 8 + 24 + 32 + 8 + kStackDumpBytes + 8;
 // x86_64's perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
 constexpr int kPerfRegBp = 6, kPerfRegSp = 7, kPerfRegIp = 8;
 
@@ -397,6 +400,19 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   // About 2 MiB of rings per process in all, 8 KiB to 512 KiB per CPU.
   int pages = 128;
   while (pages > 2 && static_cast<long>(pages) * 4096 * ncpus > (2l << 20)) pages /= 2;
+  if (a.sample_type & PERF_SAMPLE_STACK_USER) {
+    // With stack copies, room for twice the samples one CPU takes between
+    // two of the flusher's reads (a CPU runs at most a second of threads'
+    // CPU time per second): 128 KiB per CPU at 100 Hz and 50 ms, more than
+    // the 2 MiB on a machine of more than 16 CPUs; up to the 512 KiB per
+    // CPU the kernel allows without the locked-memory limit
+    // (perf_event_mlock_kb).
+    const uint64_t flush_ms = config.flush_ms != 0 ? config.flush_ms : 50;
+    const uint64_t want = (config.cpu_hz * flush_ms / 1000 + 1) * 2 * kCopyRecordBytes;
+    int need = 2;
+    while (need < 128 && static_cast<uint64_t>(need) * 4096 < want) need *= 2;
+    if (need > pages) pages = need;
+  }
   bool retried = false;
   for (int c = 0; c < ncpus; ++c) {
     long fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
@@ -452,6 +468,12 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
     *why = "no CPU accepted the events";
     return false;
   }
+  if (a.sample_type & PERF_SAMPLE_STACK_USER) {
+    // The locked-memory limit cut a ring below two copies: call chains.
+    for (int i = 0; i < g_nrings; ++i) {
+      if (g_rings[i].size < 2 * kCopyRecordBytes) return Open(config, false, why, err);
+    }
+  }
   // A sample: header, {pid, tid}, time, {cpu, res}, then either nr and the
   // chain (up to sample_max_stack entries, without it the kernel's own
   // limit, perf_event_max_stack, 127 by default, and its context markers)
@@ -461,7 +483,7 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   g_sample_type = a.sample_type;
   g_max_record = config.cpu_hz == 0 ? sizeof(perf_event_header) + kSampleIdBytes
                  : (a.sample_type & PERF_SAMPLE_STACK_USER)
-                     ? sizeof(perf_event_header) + 24 + 32 + 8 + kStackDumpBytes + 8
+                     ? kCopyRecordBytes
                      : sizeof(perf_event_header) + 32 + 8 * (chain + 4);
   g_active.store(true, std::memory_order_release);
   return true;
