@@ -163,6 +163,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sys/syscall.h>
 
 namespace gotrace::log {
 
@@ -329,8 +330,9 @@ inline constexpr uint64_t kExitExec = uint64_t{1} << 32;  // kExitStatus: replac
 
 // A kWait of kind kSyscall holds the system call's number in aux: the
 // waits for a child process (wait4, waitid on x86-64) are told apart from
-// the others by it (the launcher's judgement of quiet processes).
-inline constexpr bool IsChildWaitCall(uint64_t sysno) { return sysno == 61 || sysno == 247; }
+// the others by it (the launcher's judgement of quiet processes; the log is
+// read on the machine that wrote it).
+inline constexpr bool IsChildWaitCall(uint64_t sysno) { return sysno == SYS_wait4 || sysno == SYS_waitid; }
 inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
 inline constexpr uint64_t kSwitchPreempt = 2;
 

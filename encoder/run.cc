@@ -528,9 +528,10 @@ uint64_t NowNs() {
 // Problem (issue 13): on an idle machine, the first per-task perf event
 // turns on the kernel's perf scheduling hooks (a static key, then
 // synchronize_rcu): 5 to 25 ms measured here, spent in the perf_event_open
-// of the process that opens it. A traced process opens its events at its
-// second thread or after 10 ms of recording, inside the program's own time
-// (a thread's creation took 13 ms longer; a 0.4 s zstd run was 3% slower).
+// of the process that opens it, inside the program's own time: the run's
+// first process opens its events as it starts, a descendant at its second
+// thread or after 10 ms of recording (a thread's creation took 13 ms
+// longer; a 0.4 s zstd run was 3% slower).
 // The kernel keeps the hooks on while any such event is open, and for about
 // a second after. So a helper process of the launcher's opens a dummy event
 // on itself when the run starts, in parallel with the program's start, and

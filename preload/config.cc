@@ -43,10 +43,7 @@ void ReadVars() {
   g_nvars = 0;
   for (char** e = environ; e != nullptr && *e != nullptr && g_nvars < kMaxVars; ++e) {
     const char* s = *e;
-    if (s[0] != 'G' || s[1] != 'O' || s[2] != 'T' || s[3] != 'R' || s[4] != 'A' || s[5] != 'C' ||
-        s[6] != 'E' || s[7] != '_') {
-      continue;
-    }
+    if (!sys::StartsWith(s, "GOTRACE_")) continue;
     const char* v = s + 8;
     while (*v != '\0' && *v != '=') ++v;
     if (*v != '=') continue;
@@ -61,13 +58,9 @@ void ReadVars() {
 const char* Var(const char* name) {
   // The first definition, as getenv.
   for (int i = 0; i < g_nvars; ++i) {
-    const char* a = g_var_names[i];
-    const char* b = name;
-    while (*b != '\0' && *a == *b) {
-      ++a;
-      ++b;
-    }
-    if (*b == '\0' && *a == '=') return g_var_values[i];
+    // The name, then its '=' (one byte before the value).
+    if (sys::StartsWith(g_var_names[i], name) && g_var_names[i] + sys::StrLen(name) + 1 == g_var_values[i])
+      return g_var_values[i];
   }
   return nullptr;
 }

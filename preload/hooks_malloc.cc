@@ -47,9 +47,9 @@
 #include <type_traits>
 
 #include "preload/heap.h"
+#include "preload/real.h"
 #include "preload/runtime.h"
 #include "preload/sys/clock.h"
-#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace {
@@ -220,13 +220,6 @@ static_assert(std::is_trivially_destructible_v<MallocReal>);
 // True when the table is resolved (each slot holds the real function, or its
 // stub if the C library lacks it). False while resolution is under way, in
 // this thread (dlsym allocating) or another: use the boot arena.
-// The next definition (sys::NextSymbol: no allocation; the boot arena
-// serves dlsym's own allocations when it must answer).
-void* NextOrDlsym(const char* name) {
-  if (void* f = sys::NextSymbol(name, nullptr)) return f;
-  return dlsym(RTLD_NEXT, name);
-}
-
 GT_NOINLINE bool ResolveSlow() {
   uint32_t s = g_resolve.load(std::memory_order_acquire);
   if (s == kResolved) return true;
@@ -235,8 +228,10 @@ GT_NOINLINE bool ResolveSlow() {
   }
   const int saved_errno = errno;
   // malloc_usable_size first: the counting path uses it in every wrapper.
+  // (real::Lookup: sys::NextSymbol, which never allocates, before dlsym,
+  // whose own allocations the boot arena serves.)
 #define GT_MALLOC_RESOLVE(name)                                                  \
-  if (void* f = NextOrDlsym(#name)) {                                            \
+  if (void* f = real::Lookup(#name, nullptr)) {                                  \
     __atomic_store_n(&g_real.name, reinterpret_cast<decltype(&::name)>(f),       \
                      __ATOMIC_RELEASE);                                          \
   }

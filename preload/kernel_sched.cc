@@ -353,9 +353,12 @@ bool DrainRings(bool final, bool all) {
   return true;
 }
 
-// Every record in the rings (the events are about to be replaced); false
-// if they could not be read now.
-bool DrainAll() { return DrainRings(false, true); }
+// Whether samples may carry stack copies: our unwinder follows CFI here, and
+// GOTRACE_UNWIND asks for more than frame pointers.
+bool CopiesAllowed(const Config& config) {
+  return config.cpu_hz > 0 && config.unwind != UnwindMode::kFp &&
+         config.unwind != UnwindMode::kNone && unwind::CfiSupported();
+}
 
 }  // namespace
 
@@ -370,20 +373,24 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   a.size = sizeof a;
   a.type = PERF_TYPE_SOFTWARE;
   a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-  // The stack copy where our unwinder follows CFI (see kStackDumpBytes).
-  const bool dump = stack_copies && config.unwind != UnwindMode::kFp &&
-                    config.unwind != UnwindMode::kNone && unwind::CfiSupported();
+  // The kernel's call chains, instead of stack copies.
+  auto chains = [&a](uint16_t max_stack) {
+    a.sample_type &= ~uint64_t{PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER};
+    a.sample_regs_user = 0;
+    a.sample_stack_user = 0;
+    a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    a.exclude_callchain_kernel = 1;
+    a.sample_max_stack = max_stack;
+  };
   if (config.cpu_hz > 0) {
     a.config = PERF_COUNT_SW_CPU_CLOCK;
     a.sample_period = 1'000'000'000ull / config.cpu_hz;  // ns of CPU time
-    if (dump) {
+    if (stack_copies && CopiesAllowed(config)) {
       a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
       a.sample_regs_user = (1ull << kPerfRegBp) | (1ull << kPerfRegSp) | (1ull << kPerfRegIp);
       a.sample_stack_user = kStackDumpBytes;
     } else {
-      a.sample_type |= PERF_SAMPLE_CALLCHAIN;
-      a.exclude_callchain_kernel = 1;
-      a.sample_max_stack = static_cast<uint16_t>(config.depth);
+      chains(static_cast<uint16_t>(config.depth));
     }
   } else {
     a.config = PERF_COUNT_SW_DUMMY;
@@ -422,14 +429,7 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
       // and no stack limit.
       retried = true;
       a.inherit_thread = 0;
-      if (a.sample_type & PERF_SAMPLE_STACK_USER) {
-        a.sample_type &= ~uint64_t{PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER};
-        a.sample_regs_user = 0;
-        a.sample_stack_user = 0;
-        a.sample_type |= PERF_SAMPLE_CALLCHAIN;
-        a.exclude_callchain_kernel = 1;
-      }
-      a.sample_max_stack = 0;
+      if (config.cpu_hz > 0) chains(0);
       fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
     }
     if (fd == -ENODEV || fd == -ENXIO) continue;  // an offline CPU
@@ -491,25 +491,21 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
 
 bool Active() { return g_active.load(std::memory_order_acquire); }
 
-bool StackCopies() { return Active() && (g_sample_type & PERF_SAMPLE_STACK_USER) != 0; }
-
-bool UseStackCopies(const Config& config) {
-  if (!Active() || StackCopies() || config.cpu_hz == 0 || config.unwind == UnwindMode::kFp ||
-      config.unwind == UnwindMode::kNone || !unwind::CfiSupported()) {
-    return StackCopies();
+void UseStackCopies(const Config& config) {
+  // Once per image: a refusal is not asked again.
+  if (!Active() || (g_sample_type & PERF_SAMPLE_STACK_USER) != 0 || g_upgrade_tried ||
+      !CopiesAllowed(config)) {
+    return;
   }
-  // Once per image: a refusal is not asked again at every tick.
-  if (g_upgrade_tried) return false;
   // Everything recorded so far into the log (none of it is younger than
   // what the new events will record), then the new events. Not if the
   // rings cannot be read now (the exit path has begun): they stay.
-  if (!DrainAll()) return false;
+  if (!DrainRings(/*final=*/false, /*all=*/true)) return;
   g_upgrade_tried = true;
   const char* why = nullptr;
   int err = 0;
-  if (Open(config, true, &why, &err)) return true;
   // Refused this time (the locked-memory limit, say): call chains again.
-  return Open(config, false, &why, &err) && false;
+  if (!Open(config, true, &why, &err)) (void)Open(config, false, &why, &err);
 }
 
 void ForgetForChild() {

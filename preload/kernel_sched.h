@@ -49,9 +49,6 @@ namespace gotrace::kernel {
 // otherwise the kernel's frame-pointer call chains.
 bool Open(const Config& config, bool stack_copies, const char** why, int* err);
 
-// Whether the samples carry stack copies (Open's stack_copies took effect).
-bool StackCopies();
-
 // Problem: a sample with a stack copy is 8 KiB in the ring, one with a
 // call chain about 100 bytes, and the rings of a one-thread program are
 // read only by its own recorded calls (every 10 ms) or at its end: one
@@ -59,9 +56,8 @@ bool StackCopies();
 // second of samples. So a one-thread process takes call chains, and moves
 // to stack copies once something reads its rings on a clock: its second
 // thread's flusher (lifecycle.cc, MaybeUseStackCopies). The rings are read
-// out and the events opened anew, before the second thread exists. True
-// if the events now carry stack copies.
-bool UseStackCopies(const Config& config);
+// out and the events opened anew, before the second thread exists.
+void UseStackCopies(const Config& config);
 
 // Whether Open succeeded in this process image.
 bool Active();

@@ -323,6 +323,16 @@ void WriteHeader() {
   (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
 }
 
+// The log's file: created, sized to its header page (slots follow,
+// log_format.h), the header written. False if it could not be created (one
+// line said why).
+bool MakeLogFile() {
+  if (!OpenLog()) return false;
+  sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
+  WriteHeader();
+  return true;
+}
+
 // Staging (issue 18, runtime.h): a descendant under the launcher records
 // into memory first. Not the program itself (its trace is always written),
 // not with GOTRACE_KEEP_LOG (its logs are wanted), not for services (trace
@@ -351,17 +361,12 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
   // Staged (issue 18): no file until the process records something worth
   // a trace of its own (MaterializeSlow).
   const bool staged = StagingAllowed();
-  if (!staged && !OpenLog()) return false;
+  if (!staged && !MakeLogFile()) return false;
   g.staged.store(staged, std::memory_order_seq_cst);
   g.staged_heap_lo = ~uint64_t{0};
   g.staged_heap_hi = 0;
   g.ppid = static_cast<uint32_t>(sys::GetPPid());
   ResetLogState();
-  if (!staged) {
-    // The header has a page of its own; slots follow (log_format.h).
-    sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
-    WriteHeader();
-  }
   g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
   ModulesReset(/*populate=*/!staged);
@@ -1112,13 +1117,9 @@ bool MaterializeSlow() {
   if (g_materializing.exchange(true, std::memory_order_acq_rel)) return false;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  bool ok = OpenLog();  // on failure it said so: recording ends here
-  if (ok) {
-    // The header page, then the streams' slots (their records so far).
-    sys::Syscall6(SYS_ftruncate, g.log_fd, log::kSlotsOffset);
-    WriteHeader();
-    ok = MaterializeStreams();  // on failure recording stopped, with one line
-  }
+  // The file, then the streams' slots (their records so far). On failure
+  // one line said why, and recording ends here.
+  const bool ok = MakeLogFile() && MaterializeStreams();
   g.staged.store(false, std::memory_order_seq_cst);
   // Its modules (and the unwinder's code map) and stack depot, if no stack
   // walk made them.
@@ -1715,7 +1716,7 @@ __attribute__((constructor(101))) void Init() {
   ReadLineage();
   // Only once tracing is on, and not in a process that starts staged (it
   // touches a fraction of them, and most such processes end quiet).
-  if (!(g.config.stage && g.config.defer && g.descendant)) {
+  if (!StagingAllowed()) {
     PopulateSmallGlobals();
     PopulateOwnCode();
   }
@@ -1879,12 +1880,12 @@ void MaybeStartFlusher() {
 // script that imports, then computes in a loop that calls nothing, would
 // lose all but the first second of its samples.
 void MaybeUseStackCopies() {
-  if (!kernel::Active() || kernel::StackCopies() || FlusherRunning() ||
-      g.app_threads.load(std::memory_order_relaxed) > 1 || g.ending.load(std::memory_order_relaxed))
+  if (FlusherRunning() || g.app_threads.load(std::memory_order_relaxed) > 1 ||
+      g.ending.load(std::memory_order_relaxed))
     return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  (void)kernel::UseStackCopies(g.config);
+  kernel::UseStackCopies(g.config);
 }
 
 void AppThreadCreating() {

@@ -27,6 +27,8 @@ const Entry kTable[] = {
 #undef GT_REAL_ENTRY
 };
 
+}  // namespace
+
 // sys::NextSymbol first (no lock, async-signal-safe, tens of nanoseconds);
 // what it cannot answer, dlvsym and dlsym do.
 void* Lookup(const char* name, const char* version) {
@@ -38,8 +40,6 @@ void* Lookup(const char* name, const char* version) {
   if (p == nullptr) p = dlsym(RTLD_NEXT, name);
   return p;
 }
-
-}  // namespace
 
 void* Resolve(int index) {
   const Entry& e = kTable[index];

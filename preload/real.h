@@ -224,6 +224,10 @@ enum Index : int {
   kCount
 };
 
+// The next definition of `name` (at `version`, if not nullptr, else the
+// default one) after our library: sys::NextSymbol (no lock, no allocation)
+// first, dlvsym and dlsym for what it cannot answer. nullptr if none.
+void* Lookup(const char* name, const char* version);
 // Resolves entry `index` (idempotent); returns the pointer or nullptr.
 void* Resolve(int index);
 // Resolves the required entries of the table (the others are resolved when

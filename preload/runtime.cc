@@ -56,10 +56,11 @@ constexpr int kDtorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
 
 unwind::StackDepot g_depot;
 pthread_key_t g_key;
-SlotStream* KernelStream();
-void ProcStreamForChild();
-extern SlotStream g_proc;  // the process stream (below)
-extern SlotStream g_kern;  // the kernel's
+// The process stream (modules, clock, end: "The process stream" below) and
+// the kernel's (its writer is kernel_sched.cc). Their windows are in the
+// region, like the threads'.
+SlotStream g_proc;
+SlotStream g_kern;
 
 // --- Memory: the stream windows and the pool of thread records --------------
 // One region, reserved once (MAP_NORESERVE) and committed as touched:
@@ -124,8 +125,8 @@ void PoolResetForChild() {
             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   g_pool_used.store(0, std::memory_order_relaxed);
   g_free_head.store(0xffffffffull, std::memory_order_relaxed);
-  KernelStream()->file_gen = 0;
-  ProcStreamForChild();
+  g_proc.file_gen = 0;
+  g_kern.file_gen = 0;
   t_state.rec = nullptr;
   t_state.status = kThreadNew;
   t_state.bound = 0;
@@ -345,7 +346,7 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
     // (a thread's last, at exit or after a kill) takes nonzero bytes for a
     // record being written when the process stopped. About 2 us for a
     // full 64 KiB slot, once per slot of records.
-    if (stale > 0 && s->log_gen == g.log_gen)
+    if (stale > 0)
       std::memset(s->window + log::kSlotHeaderBytes, 0,
                   std::min<size_t>(stale, g.slot_bytes - log::kSlotHeaderBytes));
     s->open = true;
@@ -715,9 +716,7 @@ const char* ExePath() {
 // --- The process stream: modules, clock, end ------------------------------
 // Rare writers (init, dlopen/dlclose, exit) serialise on a spinlock; its
 // slot window is the first of the region.
-SlotStream g_proc;
 std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
-SlotStream g_kern;  // its writer is kernel_sched.cc
 
 SlotStream* KernelStream() { return &g_kern; }
 
@@ -730,11 +729,6 @@ ProcLock::~ProcLock() {
 // Hooks never wait for the lock (a holder may be waiting for the loader lock
 // that this thread holds, H21), nor do signal handlers: they try once.
 ProcLock::ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acquire)) {}
-
-void ProcStreamForChild() {
-  // PoolResetForChild gave the whole region fresh memory.
-  g_proc.file_gen = 0;
-}
 
 void ProcInit(Tick base) {
   g_proc_lock.clear(std::memory_order_release);  // a forked child may inherit it taken
@@ -1545,9 +1539,6 @@ WaitRecorder::WaitRecorder(const HookScope& s, WaitKind kind, uint64_t obj, cons
   stack_ = CaptureStack(s, frame, t0_);
   PublishWait(rec_, kind, cpu0_, stack_, obj, aux, 0, t0_, frame);
 }
-
-static_assert(log::IsChildWaitCall(SYS_wait4) && log::IsChildWaitCall(SYS_waitid) &&
-              !log::IsChildWaitCall(SYS_read));
 
 void MaterializeIfWouldBlock(int fd, long sysno) {
   short events;
