@@ -64,6 +64,12 @@ struct Ring {
   // PERF_RECORD_LOST read from it since: the kernel may have dropped
   // records whose count it writes only once a record fits again.
   bool full;
+  // The same, at this read's look at its head. A PERF_RECORD_LOST read
+  // now was written before that look: it does not count what the ring,
+  // full since, may have dropped after it. (With records of different
+  // sizes a nearly full ring still takes a small one, a switch, and the
+  // LOST record before it, while samples go on being dropped.)
+  bool full_at_read;
   perf_event_mmap_page* meta() const { return reinterpret_cast<perf_event_mmap_page*>(base); }
 };
 
@@ -282,6 +288,13 @@ int MapRing(int fd, int want_pages, Ring* r) {
   return static_cast<int>(-m);
 }
 
+// The end of a ring's read: full if it was at this read's look at its head,
+// whatever LOST records the read met (full_at_read, above).
+void ReadEnds(Ring& r) {
+  r.full = r.full || r.full_at_read;
+  r.full_at_read = false;
+}
+
 // At the last read: a ring still full never gets to say what it dropped (a
 // one-thread program that computes without a recorded call is read only
 // then). Its records after the last one read may be missing.
@@ -314,7 +327,7 @@ bool DrainRings(bool final, bool all) {
   for (int i = 0; i < g_nrings; ++i) {
     Ring& r = g_rings[i];
     r.head = __atomic_load_n(&r.meta()->data_head, __ATOMIC_ACQUIRE);
-    if (r.size - (r.head - r.tail) < g_max_record) r.full = true;
+    r.full_at_read = r.size - (r.head - r.tail) < g_max_record;
   }
   // Each ring is in time order: merge them. (Static, under the lock: 9 KiB
   // of stack would cost page faults in every process.)
@@ -341,11 +354,14 @@ bool DrainRings(bool final, bool all) {
     Emit(s, p, final);
     r.tail += h.size;
     have[best] = PeekTime(r, &next[best]);
-    if (all && !have[best]) SayIfFull(s, r);  // in time order: right after its last record
+    if (all && !have[best]) {  // in time order: right after its last record
+      ReadEnds(r);
+      SayIfFull(s, r);
+    }
   }
-  // The rings with nothing to read (at the last read, all of them).
-  if (all) {
-    for (int i = 0; i < g_nrings; ++i) SayIfFull(s, g_rings[i]);
+  for (int i = 0; i < g_nrings; ++i) {
+    ReadEnds(g_rings[i]);
+    if (all) SayIfFull(s, g_rings[i]);  // the rings with nothing to read
   }
   for (int i = 0; i < g_nrings; ++i)
     __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
