@@ -69,8 +69,8 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
           else out->exit_status = static_cast<int64_t>(r.exit.status & 0xffff);
           break;
         case log::kChildExit:
-          out->child_exits.emplace_back(static_cast<uint32_t>(r.child.pid),
-                                        static_cast<int>(r.child.status));
+          out->child_exits.push_back(log::ChildExit{static_cast<uint32_t>(r.child.pid),
+                                                    static_cast<int>(r.child.status), r.ts});
           break;
         case log::kTraceEnd:
           out->complete = true;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "encoder/quiet_journal.h"
 #include "encoder/status.h"
 
 namespace gotrace {
@@ -32,7 +33,10 @@ struct LogSummary {
   // child_exits). exec'd: this image ran another program.
   int64_t exit_status = -1;
   bool exec_d = false;
-  std::vector<std::pair<uint32_t, int>> child_exits;  // (pid, wait status) it reaped
+  std::vector<log::ChildExit> child_exits;  // the children it reaped, and when
+  // Not traced: an exec of a program learned quiet (log::kQuietSkipped);
+  // its end is its reaping, end_ns 0 until the launcher finds it.
+  bool skipped = false;
   uint32_t threads = 0;
   uint64_t records = 0;
   // What makes a process worth a trace (README, "Tracing whole CI jobs"):

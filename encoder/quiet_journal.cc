@@ -22,7 +22,7 @@ bool ParseQuietJournal(const uint8_t* p, size_t n, std::vector<QuietEntry>* out)
     for (uint32_t i = 0; i < h.nchild; ++i, q += sizeof(QuietChild)) {
       QuietChild c;
       std::memcpy(&c, q, sizeof c);
-      e.children.emplace_back(c.pid, static_cast<int>(c.status));
+      e.children.push_back(ChildExit{c.pid, static_cast<int>(c.status), c.end_ns});
     }
     e.exe.assign(reinterpret_cast<const char*>(q), h.exe_len);
     q += h.exe_len;

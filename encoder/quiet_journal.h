@@ -17,6 +17,25 @@
 //   (exe_len bytes), then the arguments (argv_len bytes: NUL-terminated
 //   strings, one per argument), zero padding to a multiple of 8.
 //
+// Entries are also written for a program that was not traced at all
+// (kQuietSkipped): the process that exec'd it writes one on its behalf
+// just before the exec, because the program was learned quiet earlier in
+// the run (the learn table below); its end and status come from whoever
+// reaps it (QuietChild). An exec that then fails takes it back with an
+// entry flagged kQuietRetract for the same pid and image.
+//
+// The learn table (issue 18: a command quiet twice is not traced again in
+// the run): the marker path plus kLearnSuffix, kLearnSlots + kLearnProbe
+// little 64-bit slots made by the launcher (zeros; absent when the user
+// asked for every process, --every-process). A slot holds a command's key
+// (LearnKey of its working directory, its executable's path as exec'd,
+// AT_EXECFN, and its arguments) with its low two bits replaced by a
+// LearnState; 0 is an empty slot. A key lives in
+// the first slot of its probe window [key % kLearnSlots, + kLearnProbe)
+// that holds it or is empty. Slots are read and written with pread/pwrite
+// of 8 aligned bytes; two processes racing for one slot may lose one
+// update, which only ever means a program is traced once more.
+//
 // The builder is allocation-free (the preloaded library uses it at exit and
 // in signal handlers); the reader is the launcher's (allocates).
 //===----------------------------------------------------------------------===//
@@ -31,13 +50,15 @@
 namespace gotrace::log {
 
 inline constexpr char kQuietJournalSuffix[] = ".quiet";
-inline constexpr uint32_t kQuietMagic = 0x31515447;  // "GTQ1" read little-endian
+inline constexpr uint32_t kQuietMagic = 0x32515447;  // "GTQ2" read little-endian
 inline constexpr size_t kQuietMaxBytes = 4096;       // one entry, at most
 inline constexpr uint32_t kQuietMaxChildren = 32;    // child exits kept per entry
 
 // QuietHeader::flags
 inline constexpr uint32_t kQuietDescendant = 1;  // not the launcher's own child
 inline constexpr uint32_t kQuietForked = 2;      // an image that began at a fork (no exec)
+inline constexpr uint32_t kQuietSkipped = 4;     // not traced: learned quiet (written by its exec'er)
+inline constexpr uint32_t kQuietRetract = 8;     // the kQuietSkipped entry of (pid, image): exec failed
 // QuietHeader::exit_status when the process could not tell (a signal that
 // killed it outright is its parent's to say).
 inline constexpr uint64_t kQuietNoStatus = ~uint64_t{0};
@@ -62,7 +83,42 @@ static_assert(sizeof(QuietHeader) == 64);
 struct QuietChild {
   uint32_t pid;
   uint32_t status;  // wait(2) form
+  uint64_t end_ns;  // CLOCK_MONOTONIC when it was reaped
 };
+static_assert(sizeof(QuietChild) == 16);
+
+// The learn table (above).
+inline constexpr char kLearnSuffix[] = ".learn";
+inline constexpr uint32_t kLearnSlots = 8192;
+inline constexpr uint32_t kLearnProbe = 16;
+inline constexpr size_t kLearnBytes = size_t{kLearnSlots + kLearnProbe} * 8;
+enum LearnState : uint64_t {
+  kLearnQuietOnce = 1,  // ended quiet once
+  kLearnQuiet = 2,      // ended quiet twice or more: not traced again
+  kLearnTrace = 3,      // traced, forked, exec'd or reaped a child once: always traced
+};
+inline constexpr uint32_t kLearnQuietRuns = 2;  // quiet ends before a program is skipped
+
+// A command's key: FNV-1a of its working directory, its executable's path
+// and its arguments after argv[0], each ended by a NUL; its low two bits
+// are the state's; never 0. A command is "the same" only with the same
+// arguments in the same directory: `git rev-parse HEAD` quiet twice says
+// nothing of `git fetch`, nor `cc --version` of `cc -c x.c`.
+inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto add = [&h](const char* s) {
+    for (const char* p = s; p != nullptr && *p != '\0'; ++p) {
+      h ^= static_cast<uint8_t>(*p);
+      h *= 0x100000001b3ull;
+    }
+    h *= 0x100000001b3ull;  // the NUL
+  };
+  add(cwd);
+  add(exe);
+  for (size_t i = 1; argv != nullptr && argv[0] != nullptr && argv[i] != nullptr; ++i) add(argv[i]);
+  h &= ~uint64_t{3};
+  return h != 0 ? h : 4;
+}
 
 // Writes one entry into buf (cap >= kQuietMaxBytes); returns its size. The
 // arguments are cut (whole ones first, then the last one's end) to fit.
@@ -101,9 +157,15 @@ inline size_t BuildQuietEntry(uint8_t* buf, size_t cap, QuietHeader h, const Qui
   return pos;
 }
 
+struct ChildExit {
+  uint32_t pid;
+  int status;       // wait(2) form
+  uint64_t end_ns;  // CLOCK_MONOTONIC when reaped; 0 if unknown
+};
+
 struct QuietEntry {
   QuietHeader h{};
-  std::vector<std::pair<uint32_t, int>> children;  // (pid, wait status)
+  std::vector<ChildExit> children;
   std::string exe;
   std::vector<std::string> argv;
 };

@@ -67,6 +67,9 @@ constexpr const char* kUsage =
     "                       io, heap                                 [GOTRACE_EVENTS]\n"
     "  -q, --quiet          no summary lines at exit                  [GOTRACE_QUIET]\n"
     "      --no-follow      do not trace child processes             [GOTRACE_FOLLOW]\n"
+    "      --every-process  trace every child process: by default a program that\n"
+    "                       ended quiet twice is not traced again in the run (it\n"
+    "                       is still listed in the index)   [GOTRACE_EVERY_PROCESS]\n"
     "      --exec           replace %s by the program (exec): each process\n"
     "                       writes its own trace at exit; no recovery after a kill,\n"
     "                       no index\n"
@@ -161,7 +164,7 @@ int SignalNumber(const std::string& v) {
 struct Options {
   std::string out, unwind, sched, cpu_hz, depth, events;
   std::string report;  // --report: "-" (stderr) or a file
-  bool quiet = false, force = false, follow = true, exec = false;
+  bool quiet = false, force = false, follow = true, exec = false, every_process = false;
   bool paused = false, ctl = false;
   int toggle_signal = 0;  // --signal: starts/stops windows (issue 16)
 };
@@ -206,6 +209,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->quiet = true;
     } else if (a == "--no-follow") {
       o->follow = false;
+    } else if (a == "--every-process") {
+      o->every_process = true;
     } else if (a == "--exec") {
       o->exec = true;
     } else if (a == "--force") {
@@ -720,6 +725,19 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Prepa
   const int jfd = open(journal.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   const bool staging = jfd >= 0;
   if (jfd >= 0) close(jfd);
+  // The learn table (issue 18): programs that ended quiet twice are not
+  // traced again in this run. Without it (--every-process, or it cannot be
+  // made) every process is traced.
+  const std::string learn = marker + log::kLearnSuffix;
+  const char* every_env = getenv("GOTRACE_EVERY_PROCESS");
+  const bool every = o.every_process || (every_env != nullptr && every_env[0] != '\0' && every_env[0] != '0');
+  if (staging && !every) {
+    const int lfd = open(learn.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (lfd >= 0) {
+      if (ftruncate(lfd, static_cast<off_t>(log::kLearnBytes)) != 0) unlink(learn.c_str());
+      close(lfd);
+    }
+  }
 
   // A terminal's INT and QUIT reach the whole process group: the program
   // gets them itself; we wait for it. Signals sent to us are passed on.
@@ -823,6 +841,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Prepa
   finish(req, lib.c_str());
   unlink(marker.c_str());
   unlink(journal.c_str());  // read by finish (a failed finish leaves it)
+  unlink(learn.c_str());
   // Empty unless a process of the run still runs (it removes its log when
   // it has written its own trace).
   if (!log_dir.empty()) rmdir(log_dir.c_str());

@@ -374,7 +374,14 @@ int FinishRun(const GotraceFinishRequest& req) {
       std::fprintf(stderr, "%s: warning: %s is damaged: the quiet processes after the damage are not listed\n",
                    prog, journal.c_str());
     unlink(journal.c_str());
+    // An exec that failed takes its kQuietSkipped entry back.
+    std::set<std::pair<uint32_t, uint32_t>> retracted;
+    for (const log::QuietEntry& e : entries)
+      if (e.h.flags & log::kQuietRetract) retracted.emplace(e.h.pid, e.h.image);
     for (log::QuietEntry& e : entries) {
+      if (e.h.flags & log::kQuietRetract) continue;
+      const bool skipped = (e.h.flags & log::kQuietSkipped) != 0;
+      if (skipped && retracted.count({e.h.pid, e.h.image})) continue;
       Item it;
       it.readable = true;
       it.quiet = true;
@@ -395,7 +402,9 @@ int FinishRun(const GotraceFinishRequest& req) {
         m.exit_status = static_cast<int64_t>(e.h.exit_status & 0xffff);
       }
       m.child_exits = std::move(e.children);
-      m.threads = 1;
+      m.skipped = skipped;
+      if (skipped) m.end_ns = 0;  // its reaping, found below
+      m.threads = skipped ? 0 : 1;
       m.records = e.h.records;
       items.push_back(std::move(it));
     }
@@ -425,24 +434,49 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
   }
 
-  // Exit statuses a process could not record itself (killed): its parent's.
-  std::map<uint32_t, int> reaped;
+  // Exit statuses a process could not record itself (killed, or not traced
+  // at all): its parent's; and a program that was not traced ended when it
+  // was reaped (the first reaping after it started: pids are reused).
+  std::map<uint32_t, std::vector<log::ChildExit>> reaped;
   for (const Item& it : items)
-    for (const auto& [pid, st] : it.sum.child_exits) reaped[pid] = st;
+    for (const log::ChildExit& c : it.sum.child_exits) reaped[c.pid].push_back(c);
+  auto reaping = [&](const Item& it) -> const log::ChildExit* {
+    auto r = reaped.find(it.sum.pid);
+    if (r == reaped.end()) return nullptr;
+    const log::ChildExit* best = nullptr;
+    for (const log::ChildExit& c : r->second) {
+      if (c.end_ns != 0 && c.end_ns < it.sum.start_ns) continue;  // an earlier process of that pid
+      if (best == nullptr || (c.end_ns != 0 && (best->end_ns == 0 || c.end_ns < best->end_ns))) best = &c;
+    }
+    return best;
+  };
+  for (Item& it : items) {
+    if (!it.sum.skipped) continue;
+    if (const log::ChildExit* c = reaping(it); c != nullptr && c->end_ns != 0) it.sum.end_ns = c->end_ns;
+  }
   auto status_of = [&](const Item& it) -> int64_t {
     if (it.sum.exit_status >= 0) return it.sum.exit_status;
     if (it.sum.exec_d) return -1;
     if (static_cast<int>(it.sum.pid) == req.root_pid) return req.root_status;
-    auto r = reaped.find(it.sum.pid);
-    return r != reaped.end() ? r->second : -1;
+    const log::ChildExit* c = reaping(it);
+    return c != nullptr ? c->status : -1;
+  };
+  // A duration is known unless the process was not traced and nobody traced
+  // reaped it.
+  auto duration_of = [&](const Item& it) -> int64_t {
+    if (it.sum.skipped && it.sum.end_ns == 0) return -1;
+    return static_cast<int64_t>(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns));
   };
 
   // Lines.
-  int traces = 0, quiet = 0, killed_traces = 0;
-  std::vector<const Item*> quiet_items;
+  int traces = 0, quiet = 0, killed_traces = 0, skipped = 0;
+  std::vector<const Item*> quiet_items, skipped_items;
   for (const Item& it : items) {
     if (it.encoded) ++traces;
-    if (it.quiet) {
+    if (it.quiet && it.sum.skipped) {
+      ++skipped;
+      skipped_items.push_back(&it);
+    } else if (it.quiet) {
       ++quiet;
       quiet_items.push_back(&it);
     }
@@ -524,6 +558,7 @@ int FinishRun(const GotraceFinishRequest& req) {
     j += "],\n  \"duration_ns\": " + std::to_string(req.end_ns - req.start_ns) +
          ",\n  \"exit\": " + StatusJson(req.root_status, false) +
          ",\n  \"traces\": " + std::to_string(traces) + ",\n  \"quiet\": " + std::to_string(quiet) +
+         ",\n  \"not_traced\": " + std::to_string(skipped) +
          ",\n  \"running\": " + std::to_string(running) + ",\n  \"processes\": [";
     for (size_t i = 0; i < procs.size(); ++i) {
       const Item& it = *procs[i];
@@ -534,10 +569,12 @@ int FinishRun(const GotraceFinishRequest& req) {
       for (size_t a = 0; a < it.sum.argv.size(); ++a) j += (a ? ", " : "") + Json(it.sum.argv[a]);
       j += "], \"exe\": " + Json(it.sum.exe);
       j += ", \"start_ns\": " + std::to_string(start);
-      j += ", \"duration_ns\": " + std::to_string(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns));
+      const int64_t duration = duration_of(it);
+      j += ", \"duration_ns\": " + (duration >= 0 ? std::to_string(duration) : std::string("null"));
       j += ", \"exit\": " + StatusJson(status_of(it), it.sum.exec_d);
       j += ", \"trace\": " + (it.encoded ? Json(Base(it.written)) : std::string("null"));
-      j += ", \"quiet\": " + std::string(it.quiet ? "true" : "false");
+      j += ", \"quiet\": " + std::string(it.quiet && !it.sum.skipped ? "true" : "false");
+      j += ", \"traced\": " + std::string(it.sum.skipped ? "false" : "true");
       j += ", \"recovered\": " + std::string(it.killed && it.encoded ? "true" : "false");
       j += ", \"running\": " + std::string(it.running ? "true" : "false");
       j += ", \"threads\": " + std::to_string(it.encoded ? it.stats.model.threads : it.sum.threads);
@@ -572,8 +609,11 @@ int FinishRun(const GotraceFinishRequest& req) {
       std::stable_sort(shown_procs.begin(), shown_procs.end(), [](const Item* a, const Item* b) {
         return a->stats.events > b->stats.events;
       });
-      std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s\n",
-                   prog, procs.size(), traces, quiet,
+      const std::string not_traced =
+          skipped == 0 ? std::string()
+                       : ", " + std::to_string(skipped) + " not traced (programs quiet twice before; --every-process traces them)";
+      std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s%s\n",
+                   prog, procs.size(), traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
       std::fprintf(stderr, "  %7s %7s %6s %9s %10s  %s\n", "pid", "ppid", "exit", "time", "events",
                    "command");
@@ -585,21 +625,23 @@ int FinishRun(const GotraceFinishRequest& req) {
         if (cmd.size() > 40) cmd = cmd.substr(0, 37) + "...";
         std::fprintf(stderr, "  %7u %7u %6s %8.3fs %10s  %s\n", it.sum.pid, it.sum.ppid,
                      StatusText(status_of(it), it.sum.exec_d).c_str(),
-                     static_cast<double>(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns)) * 1e-9,
+                     static_cast<double>(duration_of(it)) * 1e-9,
                      Grouped(it.stats.events).c_str(), cmd.c_str());
       }
       if (shown_procs.size() > rows)
         std::fprintf(stderr, "  ... and %zu more traces\n", shown_procs.size() - rows);
-      if (!quiet_items.empty()) {
-        std::map<std::string, int> by_name;
-        for (const Item* it : quiet_items)
-          ++by_name[it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0])];
+      auto by_name = [](const std::vector<const Item*>& v) {
+        std::map<std::string, int> counts;
+        for (const Item* it : v) ++counts[it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0])];
         std::string list;
-        for (const auto& [name, n] : by_name)
+        for (const auto& [name, n] : counts)
           list += (list.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
         if (list.size() > 200) list = list.substr(0, 197) + "...";
-        std::fprintf(stderr, "  quiet: %s\n", list.c_str());
-      }
+        return list;
+      };
+      if (!quiet_items.empty()) std::fprintf(stderr, "  quiet: %s\n", by_name(quiet_items).c_str());
+      if (!skipped_items.empty())
+        std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
     } else if (traces == 0 && empty_killed == 0 && running == 0) {
       std::fprintf(stderr,
                    "%s: no trace was written to %s/%s*: did the program run another with LD_PRELOAD "

@@ -85,6 +85,11 @@ void ReadConfig(Config* c) {
         for (size_t i = 0; i < n; ++i) c->journal_path[i] = v[i];
         for (size_t i = 0; i < k; ++i) c->journal_path[n + i] = log::kQuietJournalSuffix[i];
       }
+      const size_t kl = sizeof log::kLearnSuffix;
+      if (n + kl <= sizeof c->learn_path) {
+        for (size_t i = 0; i < n; ++i) c->learn_path[i] = v[i];
+        for (size_t i = 0; i < kl; ++i) c->learn_path[n + i] = log::kLearnSuffix[i];
+      }
     } else {
       Invalid("GOTRACE_DEFER", v, "the absolute path of the launcher's marker file");
     }

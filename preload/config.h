@@ -48,6 +48,9 @@ struct Config {
   // Deferred mode: the launcher's journal of quiet processes (the marker's
   // path + ".quiet", encoder/quiet_journal.h).
   char journal_path[1040] = {0};
+  // Deferred mode: the launcher's table of programs learned quiet (the
+  // marker's path + ".learn"; absent with --every-process).
+  char learn_path[1040] = {0};
   // GOTRACE_STAGE (default on; deferred mode, descendants only): record into
   // memory until the process does something worth a trace of its own, and
   // make the event log only then (runtime.cc, MaterializeSlow). 0: make it

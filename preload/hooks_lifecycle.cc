@@ -24,9 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "encoder/quiet_journal.h"
 #include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
+#include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
 #include "unwind/code_map.h"
 
 using namespace gotrace;
@@ -95,6 +98,8 @@ namespace {
 
 using gotrace::ExecEnv;
 
+constexpr size_t kPathMax = 1200;  // as QuietEnd's executable path
+
 // The environment for the new image (ours, on the stack) or envp unchanged.
 char* const* ChildEnv(char* const* envp, ExecEnv* env) {
   return gotrace::ExecEnvironment(envp, env) ? env->ptrs : envp;
@@ -140,22 +145,101 @@ bool MayExecSearch(const char* file) {
   }
 }
 
-template <typename Exec>
-int DoExec(char* const* envp, bool may_succeed, Exec exec) {
-  if (gotrace::IsVforkChild() || g.phase.load(std::memory_order_relaxed) != Phase::kReady ||
-      !may_succeed) {
-    if (g.phase.load(std::memory_order_relaxed) == Phase::kUninit) return exec(envp);
-    ExecEnv env;
-    return exec(ChildEnv(envp, &env));
+// Where an exec of `file` finds its program, as the new image will know it
+// (AT_EXECFN, made absolute against the working directory as QuietEnd
+// does): `file` itself, or with `search` (execvp, posix_spawnp) and no
+// slash in it, the first executable file of PATH's directories, as glibc
+// searches. Into buf; nullptr when it cannot tell (a relative PATH entry:
+// glibc could run another file than the one looked up).
+const char* ExecTarget(const char* file, bool search, char* buf, size_t n) {
+  if (file == nullptr || file[0] == '\0') return nullptr;
+  if (file[0] == '/') return file;
+  const size_t flen = strlen(file);
+  if (!search || strchr(file, '/') != nullptr) {
+    if (sys::Getcwd(buf, n) <= 0) return nullptr;
+    const size_t len = strlen(buf);
+    if (len + flen + 2 > n) return nullptr;
+    buf[len] = '/';
+    memcpy(buf + len + 1, file, flen + 1);
+    return buf;
   }
+  const char* path = getenv("PATH");
+  if (path == nullptr) path = "/bin:/usr/bin";
+  for (const char* p = path;; ++p) {
+    const char* end = strchrnul(p, ':');
+    const size_t dlen = static_cast<size_t>(end - p);
+    if (dlen == 0 || p[0] != '/' || dlen + flen + 2 > n) return nullptr;
+    memcpy(buf, p, dlen);
+    buf[dlen] = '/';
+    memcpy(buf + dlen + 1, file, flen + 1);
+    if (MayExec(buf)) return buf;
+    if (*end == '\0') return nullptr;
+    p = end;
+  }
+}
+
+// Issue 18 (preload/learn.h): the program a child image will run, when the
+// run may leave it untraced; nullptr otherwise (no stat of PATH's
+// directories is made then).
+const char* LearnTarget(const char* file, bool search, char* buf, size_t n) {
+  return gotrace::LearnActive() ? ExecTarget(file, search, buf, n) : nullptr;
+}
+
+// `target`: what LearnTarget said of the program. When the run learned it
+// quiet, it runs without our library and its journal entry is written here
+// (taken back if the exec fails).
+template <typename Exec>
+int DoExec(char* const* envp, bool may_succeed, const char* target, char* const* argv, Exec exec) {
+  const Phase phase = g.phase.load(std::memory_order_relaxed);
+  if (phase == Phase::kUninit) return exec(envp);
+  const bool vfork_child = gotrace::IsVforkChild();
+  if (vfork_child) gotrace::NoteMadeChild();  // the parent's state: it made a child
   ExecEnv env;
-  char* const* child = ChildEnv(envp, &env);
-  gotrace::BeforeExec();
+  char* const* child = envp;
+  bool untraced = false;
+  int pid = 0, ppid = 0;
+  uint32_t image = 0;
+  uint64_t start_ns = 0;
+  if (may_succeed && target != nullptr && gotrace::SkipTracing(target, argv) &&
+      gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
+    untraced = true;
+    child = env.ptrs;
+    pid = sys::GetPid();
+    ppid = sys::GetPPid();
+    image = gotrace::NextImage(pid);
+    start_ns = sys::MonotonicNs();
+    gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietSkipped, target, argv);
+  } else {
+    child = ChildEnv(envp, &env);
+  }
+  const bool finalize = !vfork_child && phase == Phase::kReady && may_succeed;
+  if (finalize) gotrace::BeforeExec();
   const int r = exec(child);
   const int saved = errno;
-  gotrace::AfterFailedExec();
+  if (untraced) gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietRetract, target, nullptr);
+  if (finalize) gotrace::AfterFailedExec();
   errno = saved;
   return r;
+}
+
+// posix_spawn and posix_spawnp: the child is a new process; it only needs
+// to know its name, or, learned quiet, to run without our library.
+template <typename Spawn>
+int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp, Spawn spawn) {
+  gotrace::NoteMadeChild();
+  ExecEnv env;
+  if (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv) &&
+      gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
+    const uint64_t start_ns = sys::MonotonicNs();
+    const int r = spawn(env.ptrs);
+    if (r == 0) {
+      const int saved = errno;
+      gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, log::kQuietSkipped, target, argv);
+      errno = saved;
+    }
+    return r;
+  }
+  return spawn(ChildEnv(envp, &env));
 }
 
 // execl-style argument lists, gathered on the stack.
@@ -180,23 +264,31 @@ int DoExec(char* const* envp, bool may_succeed, Exec exec) {
 
 GT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(execve);
-  return DoExec(envp, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+  char buf[kPathMax];
+  return DoExec(envp, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execv(const char* path, char* const argv[]) {
   auto real = GT_REAL(execve);
-  return DoExec(environ, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+  char buf[kPathMax];
+  return DoExec(environ, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(execvpe);
-  return DoExec(envp, MayExecSearch(file), [&](char* const* e) { return real(file, argv, e); });
+  char buf[kPathMax];
+  return DoExec(envp, MayExecSearch(file), LearnTarget(file, true, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(file, argv, e); });
 }
 GT_EXPORT int execvp(const char* file, char* const argv[]) {
   auto real = GT_REAL(execvpe);
-  return DoExec(environ, MayExecSearch(file), [&](char* const* e) { return real(file, argv, e); });
+  char buf[kPathMax];
+  return DoExec(environ, MayExecSearch(file), LearnTarget(file, true, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(file, argv, e); });
 }
 GT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(fexecve);
-  return DoExec(envp, true, [&](char* const* e) { return real(fd, argv, e); });
+  return DoExec(envp, true, nullptr, argv, [&](char* const* e) { return real(fd, argv, e); });
 }
 GT_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                        int flags) {
@@ -205,17 +297,21 @@ GT_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* co
     errno = ENOSYS;
     return -1;
   }
-  return DoExec(envp, true, [&](char* const* e) { return real(dirfd, path, argv, e, flags); });
+  return DoExec(envp, true, nullptr, argv, [&](char* const* e) { return real(dirfd, path, argv, e, flags); });
 }
 GT_EXPORT int execl(const char* path, const char* arg, ...) {
   GT_GATHER_ARGS(arg, arg, argv);
   auto real = GT_REAL(execve);
-  return DoExec(environ, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+  char buf[kPathMax];
+  return DoExec(environ, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execlp(const char* file, const char* arg, ...) {
   GT_GATHER_ARGS(arg, arg, argv);
   auto real = GT_REAL(execvpe);
-  return DoExec(environ, MayExecSearch(file), [&](char* const* e) { return real(file, argv, e); });
+  char buf[kPathMax];
+  return DoExec(environ, MayExecSearch(file), LearnTarget(file, true, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(file, argv, e); });
 }
 GT_EXPORT int execle(const char* path, const char* arg, ...) {
   GT_GATHER_ARGS(arg, arg, argv);
@@ -229,19 +325,22 @@ GT_EXPORT int execle(const char* path, const char* arg, ...) {
     va_end(ap);
   }
   auto real = GT_REAL(execve);
-  return DoExec(envp, MayExec(path), [&](char* const* e) { return real(path, argv, e); });
+  char buf[kPathMax];
+  return DoExec(envp, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+                [&](char* const* e) { return real(path, argv, e); });
 }
 
-// posix_spawn: the child is a new process: it only needs to know its name.
 GT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
                           const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-  ExecEnv env;
-  return GT_REAL(posix_spawn)(pid, path, fa, attr, argv, ChildEnv(envp, &env));
+  char buf[kPathMax];
+  return DoSpawn(pid, LearnTarget(path, false, buf, sizeof buf), argv, envp,
+                 [&](char* const* e) { return GT_REAL(posix_spawn)(pid, path, fa, attr, argv, e); });
 }
 GT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-  ExecEnv env;
-  return GT_REAL(posix_spawnp)(pid, file, fa, attr, argv, ChildEnv(envp, &env));
+  char buf[kPathMax];
+  return DoSpawn(pid, LearnTarget(file, true, buf, sizeof buf), argv, envp,
+                 [&](char* const* e) { return GT_REAL(posix_spawnp)(pid, file, fa, attr, argv, e); });
 }
 
 // --- exits that skip atexit -------------------------------------------------------

@@ -53,6 +53,7 @@
 #include "preload/heap.h"
 #include "preload/control.h"
 #include "preload/kernel_sched.h"
+#include "preload/learn.h"
 #include "preload/real.h"
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
@@ -390,6 +391,18 @@ void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
 // to exec that recorded nothing but its heap's last sample leaves nothing
 // (as its log used to be removed). Async-signal-safe: raw system calls,
 // memory it owns (the termination handler may call it).
+// The executable as it was run (AT_EXECFN, against the start directory if
+// relative: a script's own path, not its interpreter's), the learn table's
+// key (preload/learn.h): /proc/self/exe's first reading costs a new process
+// 15 to 25 us, most of a quiet one's end.
+void ExecPath(char* buf, size_t n) {
+  buf[0] = '\0';
+  const auto* fn = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
+  sys::Line l(buf, n);
+  if (fn != nullptr && fn[0] != '/' && g.cwd[0] != '\0') l.Str(g.cwd).Char('/');
+  if (fn != nullptr) l.Str(fn);
+}
+
 void QuietEnd() {
   log::QuietChild kids[log::kQuietMaxChildren];
   uint32_t nkids = 0;
@@ -412,17 +425,9 @@ void QuietEnd() {
   // A fork's image has no command line or executable of its own (as in its
   // log, which records no process information).
   const bool forked = g.forked_image;
-  // The executable as it was run (AT_EXECFN, against the start directory if
-  // relative: a script's own path, not its interpreter's): /proc/self/exe's
-  // first reading costs a new process 15 to 25 us, most of a quiet one's end.
   char exe[1200];
   exe[0] = '\0';
-  if (!forked) {
-    const auto* fn = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
-    sys::Line l(exe, sizeof exe);
-    if (fn != nullptr && fn[0] != '/' && g.cwd[0] != '\0') l.Str(g.cwd).Char('/');
-    if (fn != nullptr) l.Str(fn);
-  }
+  if (!forked) ExecPath(exe, sizeof exe);
   alignas(8) uint8_t entry[log::kQuietMaxBytes];
   const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, kids, forked ? nullptr : exe,
                                         forked ? nullptr : g.argv, forked ? 0 : static_cast<size_t>(g.argc));
@@ -433,6 +438,15 @@ void QuietEnd() {
   if (fd < 0) return;
   (void)sys::Write(static_cast<int>(fd), entry, n);  // one write: entries never interleave
   sys::Close(static_cast<int>(fd));
+  // What the run learns of the program (preload/learn.h): a quiet end that
+  // made no child and ran no other program counts towards not tracing it
+  // again; one that did must always be traced (an untraced process's
+  // children are untraced too).
+  if (!forked && status != 0) {
+    const bool simple = !exec_d && nkids == 0 && !g.made_child.load(std::memory_order_relaxed);
+    learn::Note(g.config.learn_path, log::LearnKey(g.cwd, exe, g.argv),
+                simple ? log::kLearnQuietOnce : log::kLearnTrace);
+  }
 }
 
 // The kernel's scheduling records (issue 13), and the log's note of where
@@ -1129,6 +1143,12 @@ bool MaterializeSlow() {
     // Who it is (RecordProcessInfo left it for now). A fork's image has no
     // record of its own, as when its log starts unstaged.
     if (!g.forked_image && g.argv != nullptr) WriteProcessInfo(g.argc, g.argv, /*wait=*/false);
+    // Worth a trace: the run always traces this program (preload/learn.h).
+    if (!g.forked_image) {
+      char exe[1200];
+      ExecPath(exe, sizeof exe);
+      learn::Note(g.config.learn_path, log::LearnKey(g.cwd, exe, g.argv), log::kLearnTrace);
+    }
   }
   if (g.log_fd < 0) {
     Unbind();
@@ -1577,6 +1597,7 @@ void AtExit() { Finalize(false); }
 // with it, and cost a shell three page faults of libc's symbol tables and
 // the lookups per command; made once here, every child has them.
 void BeforeFork() {
+  g.made_child.store(true, std::memory_order_relaxed);
   if (g.forked_once) return;
   g.forked_once = true;
   TracerScope tracer;
@@ -1951,8 +1972,48 @@ bool IsOurLibrary(const char* b, const char* e) {
 }
 }  // namespace
 
-bool ExecEnvironment(char* const* envp, ExecEnv* env) {
-  const bool follow = g.config.follow;
+bool LearnActive() {
+  // Under the launcher, with its learn table, in a process that follows its
+  // children.
+  const Phase phase = g.phase.load(std::memory_order_acquire);
+  return g.config.defer && g.config.follow && g.config.learn_path[0] != '\0' &&
+         phase != Phase::kUninit && phase != Phase::kDisabled;
+}
+
+bool SkipTracing(const char* path, char* const* argv) {
+  // Never the run's own program: its images are the run's trace.
+  if (path == nullptr || !LearnActive() || sys::GetPid() == g.root_pid) return false;
+  char cwd[sizeof g.cwd];
+  if (sys::Getcwd(cwd, sizeof cwd) <= 0) return false;
+  return learn::Quiet(g.config.learn_path, log::LearnKey(cwd, path, argv));
+}
+
+void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t flags,
+                  const char* exe, char* const* argv) {
+  log::QuietHeader h{};
+  h.pid = static_cast<uint32_t>(pid);
+  h.ppid = static_cast<uint32_t>(ppid);
+  h.image = image;
+  h.flags = log::kQuietDescendant | flags;
+  h.start_ns = start_ns;
+  h.exit_status = log::kQuietNoStatus;
+  size_t argc = 0;
+  while (argv != nullptr && argv[argc] != nullptr) ++argc;
+  alignas(8) uint8_t entry[log::kQuietMaxBytes];
+  const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, nullptr, exe, argv, argc);
+  if (n == 0) return;
+  const long fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  (void)sys::Write(static_cast<int>(fd), entry, n);
+  sys::Close(static_cast<int>(fd));
+}
+
+void NoteMadeChild() { g.made_child.store(true, std::memory_order_relaxed); }
+
+uint32_t NextImage(int pid) { return pid == g.pid ? g.image + 1 : 0; }
+
+bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
+  const bool follow = g.config.follow && !untraced;
   sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)
       .Str("GOTRACE_IMAGE=").U64(static_cast<uint64_t>(g.pid)).Char(':').U64(g.image + 1);

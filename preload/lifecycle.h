@@ -52,7 +52,29 @@ struct ExecEnv {
   char ncpus[40];
   char preload[4096];
 };
-bool ExecEnvironment(char* const* envp, ExecEnv* env);
+// untraced: leave our library out (as GOTRACE_FOLLOW=0 does), for a
+// program the run learned quiet (SkipTracing).
+bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
+
+// Issue 18 (preload/learn.h): whether the command `path` (absolute, as it is
+// about to be exec'd or spawned) with `argv`, in this working directory,
+// runs untraced: the launcher's run learned it quiet, and this is not the
+// run's own program. Raw system calls only (vfork children).
+bool SkipTracing(const char* path, char* const* argv);
+// Whether SkipTracing can say yes at all here (the launcher's learn table,
+// children followed): the exec hooks look their program up only then.
+bool LearnActive();
+// The journal entry of a program that runs untraced (pid, image), written by
+// whoever starts it: log::kQuietSkipped, or log::kQuietRetract when the exec
+// that was to start it failed.
+void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t flags,
+                  const char* exe, char* const* argv);
+// A child process was made without fork (posix_spawn, vfork): this program
+// is never learned quiet.
+void NoteMadeChild();
+// The image number an exec by process `pid` starts: this image's plus one
+// in this process, 0 in another (a vfork child, as ReadLineage decides).
+uint32_t NextImage(int pid);
 
 // Trace windows (issue 16), for the control channel (preload/control.cc):
 // each writes one line for the client into `reply` ("ok: ..." or

@@ -453,6 +453,8 @@ bool MaterializeStream(SlotStream* s) {
 
 uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events) {
   uint64_t records = 0;
+  uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
+  if (tps == 0) tps = 1'000'000'000;
   auto scan = [&](const SlotStream& s) {
     if (s.window == nullptr || s.log_gen != g.log_gen || !s.open) return;
     const uint8_t* p = s.window + log::kSlotHeaderBytes;
@@ -468,8 +470,15 @@ uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events)
       if (s.serial != log::kProcessSerial && rec.type != log::kThreadStart &&
           rec.type != log::kClockSync && rec.type != log::kThreadName && rec.type != log::kStackDef)
         ++*events;
-      if (rec.type == log::kChildExit && *nkids < log::kQuietMaxChildren)
-        kids[(*nkids)++] = log::QuietChild{static_cast<uint32_t>(rec.f[0]), static_cast<uint32_t>(rec.f[1])};
+      if (rec.type == log::kChildExit && *nkids < log::kQuietMaxChildren) {
+        // Its time, from the ticks as the encoder converts them (here from
+        // the process's start and the current estimate of the frequency).
+        const uint64_t d = raw > g.start_ticks ? raw - g.start_ticks : 0;
+        const uint64_t ns = g.start_ns + static_cast<uint64_t>(static_cast<long double>(d) * 1e9L /
+                                                               static_cast<long double>(tps));
+        kids[(*nkids)++] = log::QuietChild{static_cast<uint32_t>(rec.f[0]),
+                                           static_cast<uint32_t>(rec.f[1]), ns};
+      }
       p += used;
     }
   };

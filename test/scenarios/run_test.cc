@@ -81,16 +81,42 @@ std::string EventLines(const ParsedTrace& t) {
   return s;
 }
 
-TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only for those that did something",
-          "[run]") {
-  TempDir dir;
-  // 49 commands: 45 that do nothing worth showing, 2 that sleep (a wait:
-  // worth a trace), 2 that read a small file (quiet unless the read blocked).
+// The script of the 50-command job: 45 commands that do nothing worth
+// showing, 2 that sleep (a wait: worth a trace), 2 that read a small file
+// (quiet unless the read blocked), and the shell.
+std::string FiftyCommands() {
   std::string script = "echo data > small.txt\n";
   for (int i = 0; i < 45; ++i) script += "/bin/true\n";
   script += "/bin/sleep 0.05\n/bin/cat small.txt >/dev/null\n/bin/sleep 0.05\n/bin/cat small.txt >/dev/null\n";
-  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
-  const ProcResult r = Wrap({"-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  return script;
+}
+
+// Every trace file of the run is in the index and valid, no log is left;
+// returns how many there are and how many show a sleep.
+std::pair<size_t, size_t> CheckRunTraces(const TempDir& dir, const std::string& prefix,
+                                         const std::string& index) {
+  size_t traces = 0, sleeps = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    const std::string n = e.path().filename().string();
+    CHECK(n.find(".gtlog") == std::string::npos);
+    if (n.rfind(prefix, 0) != 0 || n.find(".index.json") != std::string::npos) continue;
+    ++traces;
+    CHECK(index.find("\"trace\": \"" + n + "\"") != std::string::npos);
+    const ParsedTrace t = ParseWithGo(e.path().string());
+    INFO(n << ": " << t.error);
+    CHECK(t.ok);
+    if (n != prefix && t.Count("GoSleep") >= 1) ++sleeps;
+  }
+  return {traces, sleeps};
+}
+
+TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only for those that did something",
+          "[run]") {
+  TempDir dir;
+  WriteFile(dir.File("job.sh"), FiftyCommands(), fs::perms::owner_all);
+  // Every process traced (--every-process): each /bin/true ends quiet.
+  const ProcResult r =
+      Wrap({"--every-process", "-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("job.trace.index.json"));
@@ -99,37 +125,112 @@ TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only fo
   CHECK(Occurrences(index, "\"pid\": ") == 50);
   CHECK(Occurrences(index, "\"argv\": [\"/bin/true\"]") == 45);
   CHECK(Occurrences(index, "\"argv\": [\"/bin/sleep\", \"0.05\"]") == 2);
+  CHECK(Occurrences(index, "\"traced\": false") == 0);
+  CHECK_THAT(index, Catch::Contains("\"not_traced\": 0"));
   const size_t untraced = Occurrences(index, "\"trace\": null");
   CHECK(untraced >= 45);
   CHECK(untraced <= 47);
   // The summary says so, and names the quiet ones.
   CHECK_THAT(r.err, Catch::Contains("50 processes ran: " + std::to_string(50 - untraced) + " traced, " +
-                                    std::to_string(untraced) + " quiet"));
+                                    std::to_string(untraced) + " quiet (no trace of their own); index"));
   CHECK_THAT(r.err, Catch::Contains("quiet: "));
   CHECK_THAT(r.err, Catch::Contains("true x45"));
   CHECK_THAT(r.err, Catch::Contains("gotrace: wrote " + dir.File("job.trace")));
-  // A trace file for each process the index gives one, each valid; no log left.
-  size_t traces = 0;
-  for (const auto& e : fs::directory_iterator(dir.path())) {
-    const std::string n = e.path().filename().string();
-    CHECK(n.find(".gtlog") == std::string::npos);
-    if (n.rfind("job.trace", 0) != 0 || n.find(".index.json") != std::string::npos) continue;
-    ++traces;
-    CHECK(index.find("\"trace\": \"" + n + "\"") != std::string::npos);
-    const ParsedTrace t = ParseWithGo(e.path().string());
-    INFO(n << ": " << t.error);
-    CHECK(t.ok);
-  }
+  // A trace file for each process the index gives one, each valid; the
+  // sleeps' traces show the sleep.
+  const auto [traces, sleeps] = CheckRunTraces(dir, "job.trace", index);
   CHECK(traces == 50 - untraced);
-  // The sleeps' traces show the sleep.
-  size_t sleeps = 0;
-  for (const auto& e : fs::directory_iterator(dir.path())) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("job.trace.", 0) != 0 || n.find(".index.json") != std::string::npos) continue;
-    const ParsedTrace t = ParseWithGo(e.path().string());
-    if (t.Count("GoSleep") >= 1) ++sleeps;
-  }
   CHECK(sleeps == 2);
+}
+
+TEST_CASE("a shell job of 50 commands by default: a program quiet twice is listed, not traced again",
+          "[run]") {
+  TempDir dir;
+  WriteFile(dir.File("job.sh"), FiftyCommands(), fs::perms::owner_all);
+  const ProcResult r = Wrap({"-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("job.trace.index.json"));
+  INFO(index);
+  // Still 50 processes with their command lines: the first two /bin/true
+  // ran traced (and ended quiet), the other 43 did not load the tracer.
+  CHECK(Occurrences(index, "\"pid\": ") == 50);
+  CHECK(Occurrences(index, "\"argv\": [\"/bin/true\"]") == 45);
+  CHECK(Occurrences(index, "\"argv\": [\"/bin/true\"], \"exe\": \"/bin/true\"") == 45);
+  CHECK(Occurrences(index, "\"traced\": false") == 43);
+  CHECK_THAT(index, Catch::Contains("\"not_traced\": 43"));
+  // Each untraced one has its exit status and a duration (from the shell,
+  // which reaped it).
+  size_t with_status = 0;
+  for (size_t at = index.find("\"traced\": false"); at != std::string::npos;
+       at = index.find("\"traced\": false", at + 1)) {
+    const size_t line = index.rfind("{\"pid\"", at);
+    const std::string row = index.substr(line, at - line);
+    if (row.find("\"exit\": {\"code\":0}") != std::string::npos &&
+        row.find("\"duration_ns\": null") == std::string::npos)
+      ++with_status;
+  }
+  CHECK(with_status == 43);
+  // The sleeps and the reads are traced as before (a program never learned
+  // quiet, or only once).
+  CHECK(Occurrences(index, "\"argv\": [\"/bin/sleep\", \"0.05\"]") == 2);
+  CHECK_THAT(r.err, Catch::Contains("43 not traced (programs quiet twice before; --every-process traces them)"));
+  CHECK_THAT(r.err, Catch::Contains("not traced: true x43"));
+  const auto [traces, sleeps] = CheckRunTraces(dir, "job.trace", index);
+  CHECK(sleeps == 2);
+  CHECK(traces >= 3);  // the shell, the two sleeps
+}
+
+// Index rows (one a line) whose argv starts with `argv_prefix`, and how many
+// of them say "traced": false.
+std::pair<size_t, size_t> Rows(const std::string& index, const std::string& argv_prefix) {
+  size_t rows = 0, untraced = 0;
+  const std::string key = "\"argv\": [" + argv_prefix;
+  for (size_t at = index.find(key); at != std::string::npos; at = index.find(key, at + 1)) {
+    ++rows;
+    const std::string row = index.substr(at, index.find('\n', at) - at);
+    if (row.find("\"traced\": false") != std::string::npos) ++untraced;
+  }
+  return {rows, untraced};
+}
+
+TEST_CASE("learned quiet: only the same command, and never one that runs others",
+          "[run]") {
+  TempDir dir;
+  const std::string script =
+      // Quiet twice, then not traced; the same program with other arguments
+      // is another command.
+      "/bin/echo a >/dev/null\n/bin/echo a >/dev/null\n/bin/echo a >/dev/null\n/bin/echo b >/dev/null\n"
+      // A sleep is worth a trace: traced every time.
+      "/bin/sleep 0.01\n/bin/sleep 0.01\n/bin/sleep 0.01\n"
+      // env runs another program: never learned quiet (untraced, its child
+      // would be untraced too).
+      "/usr/bin/env /bin/echo x >/dev/null\n/usr/bin/env /bin/echo x >/dev/null\n"
+      "/usr/bin/env /bin/echo x >/dev/null\n"
+      // A shell that reaps a child: never learned quiet either.
+      "/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n"
+      // Arguments that differ make another command.
+      "/bin/sh -c 'sleep 0.02; exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n";
+  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
+  const ProcResult r = Wrap({"-o", dir.File("l.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("l.trace.index.json"));
+  INFO(index);
+  CHECK(Rows(index, "\"/bin/echo\", \"a\"]") == std::pair<size_t, size_t>{3, 1});
+  CHECK(Rows(index, "\"/bin/echo\", \"b\"]") == std::pair<size_t, size_t>{1, 0});
+  CHECK(Rows(index, "\"/bin/sleep\", \"0.01\"]") == std::pair<size_t, size_t>{3, 0});
+  CHECK(Rows(index, "\"/usr/bin/env\"") == std::pair<size_t, size_t>{3, 0});
+  CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"/bin/true; exit 0\"]") == std::pair<size_t, size_t>{3, 0});
+  // The two sh -c 'exit 0' x after the sleeping one are other commands (their
+  // arguments differ): quiet twice, then the third is not traced.
+  CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"exit 0\", \"x\"]") == std::pair<size_t, size_t>{3, 1});
+  CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"sleep 0.02; exit 0\", \"x\"]") ==
+        std::pair<size_t, size_t>{1, 0});
+  // The sleeps have their traces, with the sleep.
+  const auto [traces, sleeps] = CheckRunTraces(dir, "l.trace", index);
+  CHECK(sleeps == 4);
+  CHECK(traces == 5);  // and the job's shell
 }
 
 TEST_CASE("a thread's last chunk after many: no record is said to be torn", "[run]") {

@@ -38,7 +38,7 @@ TEST_CASE("quiet journal: entries round-trip, appended one after another", "[jou
   b.pid = 4300;
   b.flags = kQuietDescendant | kQuietForked;
   b.exit_status = kExitExec;
-  std::vector<uint8_t> journal = Entry(a, {{11, 0}, {12, 9}}, "/usr/bin/grep", {"grep", "-c", "", "beta x"});
+  std::vector<uint8_t> journal = Entry(a, {{11, 0, 2'000'000}, {12, 9, 2'400'000}}, "/usr/bin/grep", {"grep", "-c", "", "beta x"});
   const std::vector<uint8_t> second = Entry(b, {}, nullptr, {});
   REQUIRE(journal.size() % 8 == 0);
   REQUIRE(second.size() == sizeof(QuietHeader));
@@ -57,7 +57,9 @@ TEST_CASE("quiet journal: entries round-trip, appended one after another", "[jou
   CHECK(out[0].exe == "/usr/bin/grep");
   CHECK(out[0].argv == std::vector<std::string>{"grep", "-c", "", "beta x"});
   REQUIRE(out[0].children.size() == 2);
-  CHECK(out[0].children[1] == std::pair<uint32_t, int>(12, 9));
+  CHECK(out[0].children[1].pid == 12);
+  CHECK(out[0].children[1].status == 9);
+  CHECK(out[0].children[1].end_ns == 2'400'000);
   CHECK(out[1].h.pid == 4300);
   CHECK(out[1].h.flags == (kQuietDescendant | kQuietForked));
   CHECK(out[1].h.exit_status == kExitExec);
@@ -111,6 +113,24 @@ TEST_CASE("quiet journal: damage stops the reading, the entries before it are ke
   out.clear();
   CHECK(ParseQuietJournal(nullptr, 0, &out));
   CHECK(out.empty());
+}
+
+TEST_CASE("learn keys: a command is its directory, executable and arguments after argv[0]", "[journal]") {
+  char a0[] = "sed", a0b[] = "/usr/bin/sed", a1[] = "-n", a2[] = "1p", a2b[] = "2p", a3[] = "1p2p";
+  char* sed1[] = {a0, a1, a2, nullptr};
+  char* sed1_by_path[] = {a0b, a1, a2, nullptr};
+  char* sed2[] = {a0, a1, a2b, nullptr};
+  char* joined[] = {a0, a1, a3, nullptr};
+  char* two[] = {a0, a2, a2b, nullptr};
+  const uint64_t k = LearnKey("/w", "/usr/bin/sed", sed1);
+  CHECK((k & 3) == 0);
+  CHECK(k != 0);
+  CHECK(LearnKey("/w", "/usr/bin/sed", sed1_by_path) == k);  // argv[0] is not the command
+  CHECK(LearnKey("/w", "/usr/bin/sed", sed2) != k);
+  CHECK(LearnKey("/v", "/usr/bin/sed", sed1) != k);
+  CHECK(LearnKey("/w", "/bin/sed", sed1) != k);
+  CHECK(LearnKey("/w", "/usr/bin/sed", two) != LearnKey("/w", "/usr/bin/sed", joined));  // "1p" "2p" vs "1p2p"
+  CHECK(kLearnBytes == (kLearnSlots + kLearnProbe) * 8);
 }
 
 }  // namespace
