@@ -632,7 +632,12 @@ int FinishRun(const GotraceFinishRequest& req) {
         std::fprintf(stderr, "  ... and %zu more traces\n", shown_procs.size() - rows);
       auto by_name = [](const std::vector<const Item*>& v) {
         std::map<std::string, int> counts;
-        for (const Item* it : v) ++counts[it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0])];
+        // A fork's image (a subshell, a shell's child before its exec) has
+        // no command line of its own.
+        for (const Item* it : v) {
+          const std::string name = it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0]);
+          ++counts[name.empty() ? "(fork)" : name];
+        }
         std::string list;
         for (const auto& [name, n] : counts)
           list += (list.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
