@@ -97,7 +97,6 @@ enum LearnState : uint64_t {
   kLearnQuiet = 2,      // ended quiet twice or more: not traced again
   kLearnTrace = 3,      // traced, forked, exec'd or reaped a child once: always traced
 };
-inline constexpr uint32_t kLearnQuietRuns = 2;  // quiet ends before a program is skipped
 
 // A command's key: FNV-1a of its working directory, its executable's path
 // and its arguments after argv[0], each ended by a NUL; its low two bits

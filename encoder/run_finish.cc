@@ -473,7 +473,7 @@ int FinishRun(const GotraceFinishRequest& req) {
   std::vector<const Item*> quiet_items, skipped_items;
   for (const Item& it : items) {
     if (it.encoded) ++traces;
-    if (it.quiet && it.sum.skipped) {
+    if (it.sum.skipped) {  // quiet too (no trace), counted apart
       ++skipped;
       skipped_items.push_back(&it);
     } else if (it.quiet) {

@@ -80,16 +80,11 @@ void ReadConfig(Config* c) {
     if (v[0] == '/' && n < sizeof c->defer_path) {
       for (size_t i = 0; i <= n; ++i) c->defer_path[i] = v[i];
       c->defer = true;
-      const size_t k = sizeof log::kQuietJournalSuffix;  // with its NUL
-      if (n + k <= sizeof c->journal_path) {
-        for (size_t i = 0; i < n; ++i) c->journal_path[i] = v[i];
-        for (size_t i = 0; i < k; ++i) c->journal_path[n + i] = log::kQuietJournalSuffix[i];
-      }
-      const size_t kl = sizeof log::kLearnSuffix;
-      if (n + kl <= sizeof c->learn_path) {
-        for (size_t i = 0; i < n; ++i) c->learn_path[i] = v[i];
-        for (size_t i = 0; i < kl; ++i) c->learn_path[n + i] = log::kLearnSuffix[i];
-      }
+      // The marker's neighbours: they fit (the paths are 16 bytes longer).
+      static_assert(sizeof c->journal_path >= sizeof c->defer_path + sizeof log::kQuietJournalSuffix);
+      static_assert(sizeof c->learn_path >= sizeof c->defer_path + sizeof log::kLearnSuffix);
+      sys::Line(c->journal_path, sizeof c->journal_path).Str(v).Str(log::kQuietJournalSuffix);
+      sys::Line(c->learn_path, sizeof c->learn_path).Str(v).Str(log::kLearnSuffix);
     } else {
       Invalid("GOTRACE_DEFER", v, "the absolute path of the launcher's marker file");
     }

@@ -98,7 +98,7 @@ namespace {
 
 using gotrace::ExecEnv;
 
-constexpr size_t kPathMax = 1200;  // as QuietEnd's executable path
+constexpr size_t kPathMax = 4096;  // a program's path: PATH_MAX
 
 // The environment for the new image (ours, on the stack) or envp unchanged.
 char* const* ChildEnv(char* const* envp, ExecEnv* env) {
@@ -114,82 +114,83 @@ bool MayExec(const char* path) {
          faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
 }
 
-// The same for execvp's search: a name with a slash is a path; otherwise
-// any directory of PATH (glibc's default when unset) holding it will do.
-bool MayExecSearch(const char* file) {
+// The program an exec of `path` runs, as the new image will know it
+// (AT_EXECFN, made absolute against the working directory as QuietEnd
+// does), into buf; nullptr if it does not fit.
+const char* AbsolutePath(const char* path, char* buf, size_t n) {
+  if (path == nullptr || path[0] == '\0') return nullptr;
+  if (path[0] == '/') return path;
+  if (sys::Getcwd(buf, n) <= 0) return nullptr;
+  const size_t len = strlen(buf), plen = strlen(path);
+  if (len + plen + 2 > n) return nullptr;
+  buf[len] = '/';
+  memcpy(buf + len + 1, path, plen + 1);
+  return buf;
+}
+
+// The same as MayExec for execvp's search: a name with a slash is a path;
+// otherwise any directory of PATH (glibc's default when unset) holding it
+// will do, the first one being the program glibc runs. *found: that
+// program's path (`file` itself if it has a slash, else an absolute path
+// in buf), or nullptr when it cannot tell (no candidate, one too long, or
+// one in a relative or empty entry).
+bool MayExecSearch(const char* file, char* buf, size_t n, const char** found) {
+  *found = nullptr;
   if (file == nullptr || file[0] == '\0') return false;
-  if (strchr(file, '/') != nullptr) return MayExec(file);
+  if (strchr(file, '/') != nullptr) {
+    *found = file;
+    return MayExec(file);
+  }
   const char* path = getenv("PATH");
   if (path == nullptr) path = "/bin:/usr/bin";
-  char buf[4096];
   const size_t flen = strlen(file);
   for (const char* p = path;; ++p) {
     const char* end = strchrnul(p, ':');
     const size_t dlen = static_cast<size_t>(end - p);
-    if (dlen + flen + 2 <= sizeof buf) {
-      size_t n = 0;
-      if (dlen == 0) {
-        buf[n++] = '.';  // an empty entry is the current directory
-      } else {
-        memcpy(buf, p, dlen);
-        n = dlen;
-      }
-      buf[n++] = '/';
-      memcpy(buf + n, file, flen + 1);
-      if (MayExec(buf)) return true;
+    if (dlen + flen + 2 > n) return true;  // cannot tell: assume it may succeed
+    size_t k = 0;
+    if (dlen == 0) {
+      buf[k++] = '.';  // an empty entry is the current directory
     } else {
-      return true;  // cannot tell: assume it may succeed
+      memcpy(buf, p, dlen);
+      k = dlen;
+    }
+    buf[k++] = '/';
+    memcpy(buf + k, file, flen + 1);
+    if (MayExec(buf)) {
+      if (buf[0] == '/') *found = buf;
+      return true;
     }
     if (*end == '\0') return false;
     p = end;
   }
 }
 
-// Where an exec of `file` finds its program, as the new image will know it
-// (AT_EXECFN, made absolute against the working directory as QuietEnd
-// does): `file` itself, or with `search` (execvp, posix_spawnp) and no
-// slash in it, the first executable file of PATH's directories, as glibc
-// searches. Into buf; nullptr when it cannot tell (a relative PATH entry:
-// glibc could run another file than the one looked up).
-const char* ExecTarget(const char* file, bool search, char* buf, size_t n) {
-  if (file == nullptr || file[0] == '\0') return nullptr;
-  if (file[0] == '/') return file;
-  const size_t flen = strlen(file);
-  if (!search || strchr(file, '/') != nullptr) {
-    if (sys::Getcwd(buf, n) <= 0) return nullptr;
-    const size_t len = strlen(buf);
-    if (len + flen + 2 > n) return nullptr;
-    buf[len] = '/';
-    memcpy(buf + len + 1, file, flen + 1);
-    return buf;
-  }
-  const char* path = getenv("PATH");
-  if (path == nullptr) path = "/bin:/usr/bin";
-  for (const char* p = path;; ++p) {
-    const char* end = strchrnul(p, ':');
-    const size_t dlen = static_cast<size_t>(end - p);
-    if (dlen == 0 || p[0] != '/' || dlen + flen + 2 > n) return nullptr;
-    memcpy(buf, p, dlen);
-    buf[dlen] = '/';
-    memcpy(buf + dlen + 1, file, flen + 1);
-    if (MayExec(buf)) return buf;
-    if (*end == '\0') return nullptr;
-    p = end;
-  }
+// What an exec of `file` (execvp's search when `search`) is to run: whether
+// it may succeed, and, when the run may leave it untraced (issue 18,
+// preload/learn.h), its absolute path (else nullptr: no look-up is made).
+struct ExecTarget {
+  bool may_succeed;
+  const char* learn_path;
+};
+ExecTarget Target(const char* file, bool search, char* buf, size_t n) {
+  if (!search) return {MayExec(file), gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr};
+  const char* found;
+  const bool ok = MayExecSearch(file, buf, n, &found);
+  return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr};
 }
 
-// Issue 18 (preload/learn.h): the program a child image will run, when the
-// run may leave it untraced; nullptr otherwise (no stat of PATH's
-// directories is made then).
-const char* LearnTarget(const char* file, bool search, char* buf, size_t n) {
-  return gotrace::LearnActive() ? ExecTarget(file, search, buf, n) : nullptr;
+// A spawned program's path for the learn table, or nullptr.
+const char* SpawnTarget(const char* file, bool search, char* buf, size_t n) {
+  return gotrace::LearnActive() ? Target(file, search, buf, n).learn_path : nullptr;
 }
 
-// `target`: what LearnTarget said of the program. When the run learned it
-// quiet, it runs without our library and its journal entry is written here
-// (taken back if the exec fails).
+// When the run learned the command quiet, it runs without our library and
+// its journal entry is written here (taken back if the exec fails).
 template <typename Exec>
-int DoExec(char* const* envp, bool may_succeed, const char* target, char* const* argv, Exec exec) {
+int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
+  const bool may_succeed = t.may_succeed;
+  const char* target = t.learn_path;
   const Phase phase = g.phase.load(std::memory_order_relaxed);
   if (phase == Phase::kUninit) return exec(envp);
   const bool vfork_child = gotrace::IsVforkChild();
@@ -232,11 +233,8 @@ int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     const uint64_t start_ns = sys::MonotonicNs();
     const int r = spawn(env.ptrs);
-    if (r == 0) {
-      const int saved = errno;
-      gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, log::kQuietSkipped, target, argv);
-      errno = saved;
-    }
+    // Raw system calls: errno stays the spawn's.
+    if (r == 0) gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, log::kQuietSkipped, target, argv);
     return r;
   }
   return spawn(ChildEnv(envp, &env));
@@ -265,30 +263,30 @@ int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp
 GT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(execve);
   char buf[kPathMax];
-  return DoExec(envp, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+  return DoExec(envp, Target(path, false, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execv(const char* path, char* const argv[]) {
   auto real = GT_REAL(execve);
   char buf[kPathMax];
-  return DoExec(environ, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+  return DoExec(environ, Target(path, false, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(execvpe);
   char buf[kPathMax];
-  return DoExec(envp, MayExecSearch(file), LearnTarget(file, true, buf, sizeof buf), argv,
+  return DoExec(envp, Target(file, true, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(file, argv, e); });
 }
 GT_EXPORT int execvp(const char* file, char* const argv[]) {
   auto real = GT_REAL(execvpe);
   char buf[kPathMax];
-  return DoExec(environ, MayExecSearch(file), LearnTarget(file, true, buf, sizeof buf), argv,
+  return DoExec(environ, Target(file, true, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(file, argv, e); });
 }
 GT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(fexecve);
-  return DoExec(envp, true, nullptr, argv, [&](char* const* e) { return real(fd, argv, e); });
+  return DoExec(envp, ExecTarget{true, nullptr}, argv, [&](char* const* e) { return real(fd, argv, e); });
 }
 GT_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                        int flags) {
@@ -297,20 +295,20 @@ GT_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* co
     errno = ENOSYS;
     return -1;
   }
-  return DoExec(envp, true, nullptr, argv, [&](char* const* e) { return real(dirfd, path, argv, e, flags); });
+  return DoExec(envp, ExecTarget{true, nullptr}, argv, [&](char* const* e) { return real(dirfd, path, argv, e, flags); });
 }
 GT_EXPORT int execl(const char* path, const char* arg, ...) {
   GT_GATHER_ARGS(arg, arg, argv);
   auto real = GT_REAL(execve);
   char buf[kPathMax];
-  return DoExec(environ, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+  return DoExec(environ, Target(path, false, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execlp(const char* file, const char* arg, ...) {
   GT_GATHER_ARGS(arg, arg, argv);
   auto real = GT_REAL(execvpe);
   char buf[kPathMax];
-  return DoExec(environ, MayExecSearch(file), LearnTarget(file, true, buf, sizeof buf), argv,
+  return DoExec(environ, Target(file, true, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(file, argv, e); });
 }
 GT_EXPORT int execle(const char* path, const char* arg, ...) {
@@ -326,20 +324,20 @@ GT_EXPORT int execle(const char* path, const char* arg, ...) {
   }
   auto real = GT_REAL(execve);
   char buf[kPathMax];
-  return DoExec(envp, MayExec(path), LearnTarget(path, false, buf, sizeof buf), argv,
+  return DoExec(envp, Target(path, false, buf, sizeof buf), argv,
                 [&](char* const* e) { return real(path, argv, e); });
 }
 
 GT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
                           const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   char buf[kPathMax];
-  return DoSpawn(pid, LearnTarget(path, false, buf, sizeof buf), argv, envp,
+  return DoSpawn(pid, SpawnTarget(path, false, buf, sizeof buf), argv, envp,
                  [&](char* const* e) { return GT_REAL(posix_spawn)(pid, path, fa, attr, argv, e); });
 }
 GT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   char buf[kPathMax];
-  return DoSpawn(pid, LearnTarget(file, true, buf, sizeof buf), argv, envp,
+  return DoSpawn(pid, SpawnTarget(file, true, buf, sizeof buf), argv, envp,
                  [&](char* const* e) { return GT_REAL(posix_spawnp)(pid, file, fa, attr, argv, e); });
 }
 

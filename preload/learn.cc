@@ -20,18 +20,10 @@ bool ReadWindow(int fd, uint64_t key, Window* w) {
   return sys::Pread(fd, w->slot, sizeof w->slot, w->first * 8) == static_cast<long>(sizeof w->slot);
 }
 
-// The slot holding key, else the first empty one, else -1.
-int Find(const Window& w, uint64_t key, bool* found) {
-  for (uint32_t i = 0; i < log::kLearnProbe; ++i) {
-    if ((w.slot[i] & ~uint64_t{3}) == key) {
-      *found = true;
-      return static_cast<int>(i);
-    }
-    if (w.slot[i] == 0) {
-      *found = false;
-      return static_cast<int>(i);
-    }
-  }
+// The slot holding key, else the first empty one (its state reads 0), else -1.
+int Find(const Window& w, uint64_t key) {
+  for (uint32_t i = 0; i < log::kLearnProbe; ++i)
+    if ((w.slot[i] & ~uint64_t{3}) == key || w.slot[i] == 0) return static_cast<int>(i);
   return -1;
 }
 
@@ -45,9 +37,8 @@ bool Quiet(const char* table, uint64_t key) {
   const bool ok = ReadWindow(static_cast<int>(fd), key, &w);
   sys::Close(static_cast<int>(fd));
   if (!ok) return false;
-  bool found = false;
-  const int i = Find(w, key, &found);
-  return found && (w.slot[i] & 3) == log::kLearnQuiet;
+  const int i = Find(w, key);
+  return i >= 0 && (w.slot[i] & 3) == log::kLearnQuiet;
 }
 
 void Note(const char* table, uint64_t key, log::LearnState state) {
@@ -55,14 +46,12 @@ void Note(const char* table, uint64_t key, log::LearnState state) {
   const long fd = sys::OpenAt(-100, table, O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return;  // no table: every process is traced
   Window w;
-  bool found = false;
-  const int i = ReadWindow(static_cast<int>(fd), key, &w) ? Find(w, key, &found) : -1;
+  const int i = ReadWindow(static_cast<int>(fd), key, &w) ? Find(w, key) : -1;
   if (i >= 0) {
-    const uint64_t old = found ? (w.slot[i] & 3) : 0;
+    const uint64_t old = w.slot[i] & 3;
     uint64_t next = state;
     if (state == log::kLearnQuietOnce) {
-      // kLearnQuietRuns quiet ends make it quiet; a traced run stays traced.
-      static_assert(log::kLearnQuietRuns == 2, "the states count two quiet runs");
+      // The second quiet end makes it quiet; a traced run stays traced.
       next = old == log::kLearnTrace ? log::kLearnTrace
              : old >= log::kLearnQuietOnce ? log::kLearnQuiet
                                            : log::kLearnQuietOnce;

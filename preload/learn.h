@@ -24,7 +24,7 @@ namespace gotrace::learn {
 bool Quiet(const char* table, uint64_t key);
 
 // Notes how a run of the command of `key` ended: kLearnQuietOnce for a
-// quiet end (promoted to kLearnQuiet after kLearnQuietRuns of them),
+// quiet end (promoted to kLearnQuiet at the second),
 // kLearnTrace for a traced one (which sticks).
 void Note(const char* table, uint64_t key, log::LearnState state);
 

@@ -385,16 +385,11 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
 // Recording ends in this log: hooks pass through from now on.
 void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
 
-// Staging (issue 18): a process that ends without having recorded anything
-// worth a trace of its own leaves one entry in the run's journal (who, when,
-// how it ended, the children it reaped) instead of a log. A fork on its way
-// to exec that recorded nothing but its heap's last sample leaves nothing
-// (as its log used to be removed). Async-signal-safe: raw system calls,
-// memory it owns (the termination handler may call it).
 // The executable as it was run (AT_EXECFN, against the start directory if
-// relative: a script's own path, not its interpreter's), the learn table's
-// key (preload/learn.h): /proc/self/exe's first reading costs a new process
-// 15 to 25 us, most of a quiet one's end.
+// relative: a script's own path, not its interpreter's), also the learn
+// table's key (preload/learn.h): /proc/self/exe's first reading costs a new
+// process 15 to 25 us, most of a quiet one's end.
+constexpr size_t kExecPathMax = 1200;
 void ExecPath(char* buf, size_t n) {
   buf[0] = '\0';
   const auto* fn = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
@@ -403,6 +398,26 @@ void ExecPath(char* buf, size_t n) {
   if (fn != nullptr) l.Str(fn);
 }
 
+// This image's command in the learn table (preload/learn.h).
+uint64_t OwnLearnKey(const char* exe) { return log::LearnKey(g.cwd, exe, g.argv); }
+
+// Appends one entry to the run's journal. The launcher made the journal;
+// gone, it read it already (this process outlived the run): nothing to say.
+// One write: entries of concurrent processes never interleave.
+void AppendJournal(const uint8_t* entry, size_t n) {
+  if (n == 0) return;
+  const long fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  (void)sys::Write(static_cast<int>(fd), entry, n);
+  sys::Close(static_cast<int>(fd));
+}
+
+// Staging (issue 18): a process that ends without having recorded anything
+// worth a trace of its own leaves one entry in the run's journal (who, when,
+// how it ended, the children it reaped) instead of a log. A fork on its way
+// to exec that recorded nothing but its heap's last sample leaves nothing
+// (as its log used to be removed). Async-signal-safe: raw system calls,
+// memory it owns (the termination handler may call it).
 void QuietEnd() {
   log::QuietChild kids[log::kQuietMaxChildren];
   uint32_t nkids = 0;
@@ -425,27 +440,21 @@ void QuietEnd() {
   // A fork's image has no command line or executable of its own (as in its
   // log, which records no process information).
   const bool forked = g.forked_image;
-  char exe[1200];
+  char exe[kExecPathMax];
   exe[0] = '\0';
   if (!forked) ExecPath(exe, sizeof exe);
   alignas(8) uint8_t entry[log::kQuietMaxBytes];
   const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, kids, forked ? nullptr : exe,
                                         forked ? nullptr : g.argv, forked ? 0 : static_cast<size_t>(g.argc));
   if (n == 0) return;
-  // The launcher made the journal; gone, it read it already (this process
-  // outlived the run): nothing to say.
-  const long fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
-  if (fd < 0) return;
-  (void)sys::Write(static_cast<int>(fd), entry, n);  // one write: entries never interleave
-  sys::Close(static_cast<int>(fd));
+  AppendJournal(entry, n);
   // What the run learns of the program (preload/learn.h): a quiet end that
   // made no child and ran no other program counts towards not tracing it
   // again; one that did must always be traced (an untraced process's
   // children are untraced too).
   if (!forked && status != 0) {
     const bool simple = !exec_d && nkids == 0 && !g.made_child.load(std::memory_order_relaxed);
-    learn::Note(g.config.learn_path, log::LearnKey(g.cwd, exe, g.argv),
-                simple ? log::kLearnQuietOnce : log::kLearnTrace);
+    learn::Note(g.config.learn_path, OwnLearnKey(exe), simple ? log::kLearnQuietOnce : log::kLearnTrace);
   }
 }
 
@@ -1145,9 +1154,9 @@ bool MaterializeSlow() {
     if (!g.forked_image && g.argv != nullptr) WriteProcessInfo(g.argc, g.argv, /*wait=*/false);
     // Worth a trace: the run always traces this program (preload/learn.h).
     if (!g.forked_image) {
-      char exe[1200];
+      char exe[kExecPathMax];
       ExecPath(exe, sizeof exe);
-      learn::Note(g.config.learn_path, log::LearnKey(g.cwd, exe, g.argv), log::kLearnTrace);
+      learn::Note(g.config.learn_path, OwnLearnKey(exe), log::kLearnTrace);
     }
   }
   if (g.log_fd < 0) {
@@ -1982,7 +1991,7 @@ bool LearnActive() {
 
 bool SkipTracing(const char* path, char* const* argv) {
   // Never the run's own program: its images are the run's trace.
-  if (path == nullptr || !LearnActive() || sys::GetPid() == g.root_pid) return false;
+  if (path == nullptr || sys::GetPid() == g.root_pid) return false;
   char cwd[sizeof g.cwd];
   if (sys::Getcwd(cwd, sizeof cwd) <= 0) return false;
   return learn::Quiet(g.config.learn_path, log::LearnKey(cwd, path, argv));
@@ -2000,12 +2009,7 @@ void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t
   size_t argc = 0;
   while (argv != nullptr && argv[argc] != nullptr) ++argc;
   alignas(8) uint8_t entry[log::kQuietMaxBytes];
-  const size_t n = log::BuildQuietEntry(entry, sizeof entry, h, nullptr, exe, argv, argc);
-  if (n == 0) return;
-  const long fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
-  if (fd < 0) return;
-  (void)sys::Write(static_cast<int>(fd), entry, n);
-  sys::Close(static_cast<int>(fd));
+  AppendJournal(entry, log::BuildQuietEntry(entry, sizeof entry, h, nullptr, exe, argv, argc));
 }
 
 void NoteMadeChild() { g.made_child.store(true, std::memory_order_relaxed); }

@@ -56,14 +56,15 @@ struct ExecEnv {
 // program the run learned quiet (SkipTracing).
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
 
-// Issue 18 (preload/learn.h): whether the command `path` (absolute, as it is
-// about to be exec'd or spawned) with `argv`, in this working directory,
-// runs untraced: the launcher's run learned it quiet, and this is not the
-// run's own program. Raw system calls only (vfork children).
-bool SkipTracing(const char* path, char* const* argv);
-// Whether SkipTracing can say yes at all here (the launcher's learn table,
-// children followed): the exec hooks look their program up only then.
+// Issue 18 (preload/learn.h): whether SkipTracing can say yes at all here
+// (the launcher's learn table, children followed): the exec hooks look
+// their program up only then.
 bool LearnActive();
+// Whether the command `path` (absolute, as it is about to be exec'd or
+// spawned, looked up because LearnActive()) with `argv`, in this working
+// directory, runs untraced: the launcher's run learned it quiet, and this is
+// not the run's own program. Raw system calls only (vfork children).
+bool SkipTracing(const char* path, char* const* argv);
 // The journal entry of a program that runs untraced (pid, image), written by
 // whoever starts it: log::kQuietSkipped, or log::kQuietRetract when the exec
 // that was to start it failed.

@@ -81,6 +81,16 @@ std::string EventLines(const ParsedTrace& t) {
   return s;
 }
 
+// The index rows (one process a line) whose argv starts with `argv_prefix`,
+// each from its argv to the end of its line.
+std::vector<std::string> IndexRows(const std::string& index, const std::string& argv_prefix) {
+  std::vector<std::string> rows;
+  const std::string key = "\"argv\": [" + argv_prefix;
+  for (size_t at = index.find(key); at != std::string::npos; at = index.find(key, at + 1))
+    rows.push_back(index.substr(at, index.find('\n', at) - at));
+  return rows;
+}
+
 // The script of the 50-command job: 45 commands that do nothing worth
 // showing, 2 that sleep (a wait: worth a trace), 2 that read a small file
 // (quiet unless the read blocked), and the shell.
@@ -162,11 +172,9 @@ TEST_CASE("a shell job of 50 commands by default: a program quiet twice is liste
   // Each untraced one has its exit status and a duration (from the shell,
   // which reaped it).
   size_t with_status = 0;
-  for (size_t at = index.find("\"traced\": false"); at != std::string::npos;
-       at = index.find("\"traced\": false", at + 1)) {
-    const size_t line = index.rfind("{\"pid\"", at);
-    const std::string row = index.substr(line, at - line);
-    if (row.find("\"exit\": {\"code\":0}") != std::string::npos &&
+  for (const std::string& row : IndexRows(index, "\"/bin/true\"]")) {
+    if (row.find("\"traced\": false") != std::string::npos &&
+        row.find("\"exit\": {\"code\":0}") != std::string::npos &&
         row.find("\"duration_ns\": null") == std::string::npos)
       ++with_status;
   }
@@ -181,14 +189,12 @@ TEST_CASE("a shell job of 50 commands by default: a program quiet twice is liste
   CHECK(traces >= 3);  // the shell, the two sleeps
 }
 
-// Index rows (one a line) whose argv starts with `argv_prefix`, and how many
-// of them say "traced": false.
+// How many index rows IndexRows finds, and how many of them say
+// "traced": false.
 std::pair<size_t, size_t> Rows(const std::string& index, const std::string& argv_prefix) {
   size_t rows = 0, untraced = 0;
-  const std::string key = "\"argv\": [" + argv_prefix;
-  for (size_t at = index.find(key); at != std::string::npos; at = index.find(key, at + 1)) {
+  for (const std::string& row : IndexRows(index, argv_prefix)) {
     ++rows;
-    const std::string row = index.substr(at, index.find('\n', at) - at);
     if (row.find("\"traced\": false") != std::string::npos) ++untraced;
   }
   return {rows, untraced};
