@@ -1606,7 +1606,9 @@ void AtExit() { Finalize(false); }
 // with it, and cost a shell three page faults of libc's symbol tables and
 // the lookups per command; made once here, every child has them.
 void BeforeFork() {
-  g.made_child.store(true, std::memory_order_relaxed);
+  // Read first: after the first fork the page is the child's too, and a
+  // store on every fork was a copy-on-write fault on every fork.
+  if (!g.made_child.load(std::memory_order_relaxed)) g.made_child.store(true, std::memory_order_relaxed);
   if (g.forked_once) return;
   g.forked_once = true;
   TracerScope tracer;

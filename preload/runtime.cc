@@ -89,7 +89,11 @@ bool PoolInit(size_t buffer_kb) {
   g_pool_stride = g_rec_bytes + g.slot_bytes;
   g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * kMaxThreads;
   g_region = static_cast<uint8_t*>(sys::MapMemory(g_region_bytes));
-  return g_region != nullptr;
+  if (g_region == nullptr) return false;
+  // A fork child replaces all of it before use (PoolResetIfForked): it
+  // gets zero pages, and the parent's writes after a fork fault no more.
+  (void)sys::WipeOnFork(g_region, g_region_bytes);
+  return true;
 }
 uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
@@ -123,6 +127,7 @@ void PoolResetForChild() {
   g.pool_reset_pending = false;
   sys::Mmap(g_region, g_region_bytes, PROT_READ | PROT_WRITE,
             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  (void)sys::WipeOnFork(g_region, g_region_bytes);
   g_pool_used.store(0, std::memory_order_relaxed);
   g_free_head.store(0xffffffffull, std::memory_order_relaxed);
   g_proc.file_gen = 0;
@@ -131,6 +136,14 @@ void PoolResetForChild() {
   t_state.status = kThreadNew;
   t_state.bound = 0;
 }
+// A stream's window back to plain memory (staged, or no log slot mapped),
+// the region's like the rest of it: wiped in a fork child (PoolInit).
+void AnonWindow(uint8_t* window) {
+  sys::Mmap(window, g.slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+            -1, 0);
+  (void)sys::WipeOnFork(window, g.slot_bytes);
+}
+
 // The stack depot and the unwinder's row cache are made at the first stack
 // (EnsureDepot), not with the log: a staged process that stays quiet never
 // walks a stack (three mappings and three pages it would map in for
@@ -304,8 +317,7 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
     // is made (MaterializeSlow). One that still maps an earlier log's slot
     // (a failed exec's) gets fresh memory first.
     if (s->file_gen != 0) {
-      sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      AnonWindow(s->window);
       s->file_gen = 0;
     }
     s->log_gen = g.log_gen;
@@ -353,8 +365,7 @@ bool StreamBegin(SlotStream* s, Tick base, bool final_flush) {
   } else {
     s->open = false;
     if (s->log_gen != g.log_gen) {
-      sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      AnonWindow(s->window);
       s->file_gen = 0;
     }
     s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
@@ -441,8 +452,7 @@ bool MaterializeStream(SlotStream* s) {
     l.Str("cannot map the event log (").Str(strerrordesc_np(static_cast<int>(-m))).Str(")");
     StopRecording(l.c_str());
     // The window must stay usable memory whatever happened.
-    sys::Mmap(s->window, g.slot_bytes, PROT_READ | PROT_WRITE,
-              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    AnonWindow(s->window);
     s->w.Init(s->window, log::kSlotHeaderBytes, log::kSlotHeaderBytes);  // no room
     s->open = false;
     return false;
