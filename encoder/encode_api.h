@@ -65,4 +65,15 @@ struct GotraceFinishRequest {
 
 // Prints its own lines. Returns the number of traces written.
 __attribute__((visibility("default"))) int gotrace_finish_run_v1(const GotraceFinishRequest* req);
+
+// While the program runs (issue 18: the run's end waited for every log's
+// encode): encodes the log of each process of the run as soon as the
+// process has ended (its log complete and closed), on the calling thread,
+// until *stop is nonzero (read atomically; `wake_fd`, an eventfd or -1,
+// becomes readable when it is set). What it did is the next
+// gotrace_finish_run_v1's, in the same process: same traces, same index.
+// `req` as for gotrace_finish_run_v1, without root_status and end_ns; it
+// must stay valid until this returns.
+__attribute__((visibility("default"))) void gotrace_finish_ahead_v1(const GotraceFinishRequest* req,
+                                                                   const int* stop, int wake_fd);
 }

@@ -81,3 +81,9 @@ extern "C" __attribute__((visibility("default"))) int gotrace_finish_run_v1(
   }
   return gotrace::FinishRun(*req);
 }
+
+extern "C" __attribute__((visibility("default"))) void gotrace_finish_ahead_v1(
+    const GotraceFinishRequest* req, const int* stop, int wake_fd) {
+  if (req == nullptr || req->version != kGotraceFinishApiVersion || stop == nullptr) return;
+  gotrace::FinishAhead(*req, stop, wake_fd);
+}

@@ -510,8 +510,14 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   if (cmd == "run") {
     // tracewrap's work (encoder/run.h), with the encoder linked in.
-    return gotrace::RunMain(argc - 1, argv + 1, "gotrace run",
-                            [](const GotraceFinishRequest& req, const char*) { return gotrace::FinishRun(req); });
+    return gotrace::RunMain(
+        argc - 1, argv + 1, "gotrace run",
+        [](const GotraceFinishRequest& req, const char*) { return gotrace::FinishRun(req); },
+        [](const char*) -> gotrace::AheadFn {
+          return [](const GotraceFinishRequest* req, const int* stop, int wake_fd) {
+            gotrace::FinishAhead(*req, stop, wake_fd);
+          };
+        });
   }
   if (cmd == "encode") return gotrace::CmdEncode(argc - 2, argv + 2, false);
   if (cmd == "recover") return gotrace::CmdEncode(argc - 2, argv + 2, true);

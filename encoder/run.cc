@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -27,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -624,9 +627,70 @@ void Report(const std::string& where, const std::string& index, const std::strin
   }
 }
 
+// --- The encode ahead: a thread of ours while the program runs -------------
+struct Ahead {
+  ResolveAheadFn resolve = nullptr;
+  const char* lib = nullptr;
+  const GotraceFinishRequest* req = nullptr;
+  pthread_t thread{};
+  bool started = false;
+  int stop = 0;           // read by the encoder with __atomic_load_n
+  int wake_fd = -1;       // an eventfd: readable once stop is set
+  std::atomic<int> tid{0};
+};
+Ahead g_ahead;
+
+void* AheadMain(void*) {
+  g_ahead.tid.store(static_cast<int>(syscall(SYS_gettid)));
+  // Below the program's processes (nice 10: a tenth of a CPU's share when
+  // they want every CPU); StopAhead raises it back where it may.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(g_ahead.tid.load()), 10);
+  const AheadFn ahead = g_ahead.resolve(g_ahead.lib);
+  if (ahead != nullptr && __atomic_load_n(&g_ahead.stop, __ATOMIC_ACQUIRE) == 0)
+    ahead(g_ahead.req, &g_ahead.stop, g_ahead.wake_fd);
+  return nullptr;
+}
+
+void StartAhead(ResolveAheadFn resolve, const char* lib, const GotraceFinishRequest* req) {
+  if (resolve == nullptr) return;
+  g_ahead.resolve = resolve;
+  g_ahead.lib = lib;
+  g_ahead.req = req;
+  g_ahead.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  // Signals are the main thread's (waitpid returns to serve --signal): the
+  // thread starts with every signal blocked.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  g_ahead.started = pthread_create(&g_ahead.thread, nullptr, AheadMain, nullptr) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// The program has ended: the encode ahead claims no more logs (the end's
+// now), and the one it is encoding runs on at the normal priority if we may
+// raise it (the machine is the run's end's now), beside the end's.
+void StopAhead() {
+  if (!g_ahead.started) return;
+  __atomic_store_n(&g_ahead.stop, 1, __ATOMIC_RELEASE);
+  if (g_ahead.wake_fd >= 0) {
+    const uint64_t one = 1;
+    (void)!write(g_ahead.wake_fd, &one, sizeof one);
+  }
+  if (const int tid = g_ahead.tid.load(); tid != 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
+}
+
+// After the end (which waited for the logs in flight): the thread is done.
+void JoinAhead() {
+  if (!g_ahead.started) return;
+  pthread_join(g_ahead.thread, nullptr);
+  g_ahead.started = false;
+  if (g_ahead.wake_fd >= 0) close(g_ahead.wake_fd);
+  g_ahead.wake_fd = -1;
+}
+
 }  // namespace
 
-int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, PrepareFn prepare) {
+int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, ResolveAheadFn resolve_ahead) {
   g_prog = prog_name;
   Options o;
   const int first = ParseOptions(argc, argv, &o);
@@ -781,16 +845,6 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Prepa
   }
   g_child = child;
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  if (prepare != nullptr) prepare(lib.c_str());
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    while (g_toggles > 0) {
-      g_toggles = g_toggles - 1;
-      ToggleWindow(child);
-    }
-  }
-  const uint64_t end_ns = NowNs();
-  g_child = 0;
 
   // The run's traces.
   GotraceFinishRequest req{};
@@ -821,9 +875,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Prepa
   req.index_path = index.c_str();
   req.argv = argv + first;
   req.root_pid = child;
-  req.root_status = status;
   req.start_ns = start_ns;
-  req.end_ns = end_ns;
   req.block_threshold_ns = 20'000;
   if (const char* b = getenv("GOTRACE_BLOCK_US"); b != nullptr) {
     // As the library reads it; an invalid value is ignored there too.
@@ -838,7 +890,22 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Prepa
   req.prog_name = g_prog;
   req.relative_paths = relative;
   req.log_dir = log_dir.empty() ? nullptr : log_dir.c_str();
+  // Encoded ahead while the program runs: the logs of processes that end.
+  StartAhead(resolve_ahead, lib.c_str(), &req);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    while (g_toggles > 0) {
+      g_toggles = g_toggles - 1;
+      ToggleWindow(child);
+    }
+  }
+  const uint64_t end_ns = NowNs();
+  g_child = 0;
+  StopAhead();
+  req.root_status = status;
+  req.end_ns = end_ns;
   finish(req, lib.c_str());
+  JoinAhead();
   unlink(marker.c_str());
   unlink(journal.c_str());  // read by finish (a failed finish leaves it)
   unlink(learn.c_str());

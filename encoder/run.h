@@ -30,14 +30,19 @@ namespace gotrace {
 // `lib` is the libgotrace.so the run preloaded (its encoder is next to it).
 using FinishFn = int (*)(const GotraceFinishRequest& req, const char* lib);
 
-// Called once the program has started (in the launcher, while the program
-// runs): time to get ready for `finish` (tracewrap loads its encoder then).
-// May be null.
-using PrepareFn = void (*)(const char* lib);
+// The encode ahead (gotrace_finish_ahead_v1, or FinishAhead linked in).
+using AheadFn = void (*)(const GotraceFinishRequest* req, const int* stop, int wake_fd);
+
+// Called once the program has started, on a thread of the launcher's own
+// that then encodes the logs of the run's processes as they end (at a low
+// priority: the program comes first), until the program has ended and
+// before `finish`: finds the encode ahead (tracewrap loads its encoder
+// here, off the run's end). May be null, or return null: no encode ahead.
+using ResolveAheadFn = AheadFn (*)(const char* lib);
 
 // argv[0] is the launcher's name; returns the exit status (or dies of the
 // program's signal).
 int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish,
-            PrepareFn prepare = nullptr);
+            ResolveAheadFn resolve_ahead = nullptr);
 
 }  // namespace gotrace

@@ -4,8 +4,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,8 +19,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -133,33 +137,47 @@ struct Item {
   EncodeStats stats;
 };
 
+// Where the run's logs are.
+std::string LogDir(const GotraceFinishRequest& req) { return req.log_dir != nullptr ? req.log_dir : req.outdir; }
+
+// Whether dir/name is a log of the run: PREFIX*.gtlog, a regular file not
+// older than the stamp (`stamp` null: none). Then `it` names it and the
+// trace it becomes.
+bool RunLog(const GotraceFinishRequest& req, const std::string& dir, const std::string& name,
+            const struct stat* stamp, Item* it) {
+  const std::string prefix = req.prefix != nullptr ? req.prefix : "";
+  if (name.compare(0, prefix.size(), prefix) != 0 || !EndsWith(name, ".gtlog")) return false;
+  const std::string path = dir + "/" + name;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  // Not older: file times are coarse (a jiffy), a log made in the same
+  // tick as the stamp is the run's.
+  if (stamp != nullptr && (st.st_mtim.tv_sec < stamp->st_mtim.tv_sec ||
+                           (st.st_mtim.tv_sec == stamp->st_mtim.tv_sec &&
+                            st.st_mtim.tv_nsec < stamp->st_mtim.tv_nsec))) {
+    return false;
+  }
+  it->log = path;
+  it->trace = std::string(req.outdir) + "/" + name.substr(0, name.size() - 6);
+  return true;
+}
+
+// The run's stamp (its marker's times), or null.
+const struct stat* Stamp(const GotraceFinishRequest& req, struct stat* buf) {
+  return req.stamp_path != nullptr && stat(req.stamp_path, buf) == 0 ? buf : nullptr;
+}
+
 // The run's logs: OUTDIR/PREFIX*.gtlog not older than the stamp.
 std::vector<Item> FindLogs(const GotraceFinishRequest& req, const std::set<std::string>& seen) {
   std::vector<Item> items;
-  struct stat stamp {};
-  const bool have_stamp = req.stamp_path != nullptr && stat(req.stamp_path, &stamp) == 0;
-  const std::string dir = req.log_dir != nullptr ? req.log_dir : req.outdir;
+  struct stat stamp_buf {};
+  const struct stat* stamp = Stamp(req, &stamp_buf);
+  const std::string dir = LogDir(req);
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return items;
-  const std::string prefix = req.prefix != nullptr ? req.prefix : "";
   while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0 || !EndsWith(name, ".gtlog")) continue;
-    const std::string path = dir + "/" + name;
-    if (seen.count(path)) continue;
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    // Not older: file times are coarse (a jiffy), a log made in the same
-    // tick as the stamp is the run's.
-    if (have_stamp && (st.st_mtim.tv_sec < stamp.st_mtim.tv_sec ||
-                       (st.st_mtim.tv_sec == stamp.st_mtim.tv_sec &&
-                        st.st_mtim.tv_nsec < stamp.st_mtim.tv_nsec))) {
-      continue;
-    }
     Item it;
-    it.log = path;
-    it.trace = std::string(req.outdir) + "/" + name.substr(0, name.size() - 6);
-    items.push_back(std::move(it));
+    if (RunLog(req, dir, e->d_name, stamp, &it) && !seen.count(it.log)) items.push_back(std::move(it));
   }
   closedir(d);
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.log < b.log; });
@@ -237,37 +255,55 @@ bool ReadQuietJournal(const std::string& path, std::vector<log::QuietEntry>* out
   return log::ParseQuietJournal(bytes.data(), bytes.size(), out);
 }
 
-// Encodes items[i] for every i in `jobs`, on every CPU.
-void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
-               const GotraceFinishRequest& req) {
-  if (jobs.empty()) return;
+// The run's encode settings, made once: its symbolizer's module cache
+// (every object's symbol tables and DWARF, read once) serves every process
+// of the run, the ones encoded ahead and the rest.
+struct RunEncoder {
+  EncodeOptions opts;
+  std::once_flag made;
+};
+RunEncoder g_encoder;
+
+const EncodeOptions& RunOptions(const GotraceFinishRequest& req) {
+  std::call_once(g_encoder.made, [&] {
   DwOptions dw;
   dw.offline = true;  // no network in a run's tail (debuginfod: gotrace encode)
   // As the exit-time encode (encoder/encode_capi.cc): system libraries'
   // separate DWARF only with GOTRACE_SYMBOLS=full.
   const char* symbols = std::getenv("GOTRACE_SYMBOLS");
   dw.system_dwarf = symbols != nullptr && std::strcmp(symbols, "full") == 0;
-  EncodeOptions opts;
+  EncodeOptions& opts = g_encoder.opts;
   opts.model.block_threshold_ns = req.block_threshold_ns;
   opts.model.check = CheckEventsByDefault();
   opts.strict = false;  // a killed process's log is incomplete; damage is skipped and said
   opts.output_mode = OutputMode::kUnique;
   opts.file_mode = 0600;
   opts.symbolizer = SharedSymbolizerFactory(dw);
+  });
+  return g_encoder.opts;
+}
+
+// Encodes one claimed log into its trace.
+void EncodeItem(Item& it, const EncodeOptions& opts) {
+  const std::string log = it.claimed;
+  const Status st = Encode(std::span<const std::string>(&log, 1), it.trace, opts, &it.stats);
+  if (st.ok()) {
+    it.encoded = true;
+    it.written = it.stats.output_path;
+  } else {
+    it.error = st.message();
+    it.no_events = it.stats.no_events;
+  }
+}
+
+// Encodes items[i] for every i in `jobs`, on every CPU.
+void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
+               const GotraceFinishRequest& req) {
+  if (jobs.empty()) return;
+  const EncodeOptions& opts = RunOptions(req);
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < jobs.size();) {
-      Item& it = items[jobs[k]];
-      const std::string log = it.claimed;
-      const Status st = Encode(std::span<const std::string>(&log, 1), it.trace, opts, &it.stats);
-      if (st.ok()) {
-        it.encoded = true;
-        it.written = it.stats.output_path;
-      } else {
-        it.error = st.message();
-        it.no_events = it.stats.no_events;
-      }
-    }
+    for (size_t k; (k = next.fetch_add(1)) < jobs.size();) EncodeItem(items[jobs[k]], opts);
   };
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   const size_t n = std::min<size_t>(cpus, jobs.size());
@@ -277,11 +313,65 @@ void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
   for (auto& t : threads) t.join();
 }
 
+// Whether a complete, readable log's process recorded nothing worth a trace.
+// The root's last image is never quiet (the run's own trace); an image of
+// it that exec'd another program may be.
+bool QuietLog(const Item& it, const GotraceFinishRequest& req) {
+  return it.readable && it.sum.complete && it.sum.quiet() &&
+         (static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d);
+}
+
+// Claims a log: a process that outlived the run may be about to encode its
+// own; the one that renames it first does.
+bool Claim(Item& it) {
+  it.claimed = it.log + ".run";
+  if (rename(it.log.c_str(), it.claimed.c_str()) == 0) return true;
+  it.claimed.clear();
+  return false;
+}
+
+// The pid in a log's file header, or -1.
+int LogPid(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  log::FileHeader h{};
+  const bool ok = pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+  close(fd);
+  return ok ? static_cast<int>(h.pid) : -1;
+}
+
+// The logs encoded ahead (while the program ran: FinishAhead), for the end
+// (FinishRun). One run per launcher process. The end closes it: from then
+// on the encode ahead claims no log (what it has not claimed is the end's),
+// and the end waits for the ones in flight only once its own are done.
+struct AheadLogs {
+  std::mutex mu;
+  std::condition_variable idle;
+  std::vector<Item> items;
+  bool closed = false;
+  int in_flight = 0;
+};
+AheadLogs g_ahead;
+
+// The encode ahead's items, once none is in flight.
+std::vector<Item> TakeAheadItems() {
+  std::unique_lock lock(g_ahead.mu);
+  g_ahead.closed = true;
+  g_ahead.idle.wait(lock, [] { return g_ahead.in_flight == 0; });
+  return std::move(g_ahead.items);
+}
+
 }  // namespace
 
 int FinishRun(const GotraceFinishRequest& req) {
   const double t0 = NowSeconds();
   const char* prog = req.prog_name != nullptr ? req.prog_name : "tracewrap";
+  // No log is claimed ahead from now on; those claimed are renamed (.run),
+  // out of FindLogs' sight, and join the items below.
+  {
+    std::lock_guard lock(g_ahead.mu);
+    g_ahead.closed = true;
+  }
   std::vector<Item> items;
   std::set<std::string> seen;
   int running = 0, empty_killed = 0;
@@ -344,18 +434,8 @@ int FinishRun(const GotraceFinishRequest& req) {
         it.error = st.message();
       }
       // A descendant that recorded nothing worth showing: no trace file.
-      // The root's last image is never quiet (the run's own trace); an image
-      // of it that exec'd another program may be.
-      it.quiet = it.readable && it.sum.complete && it.sum.quiet() &&
-                 (static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d);
-      // Claim it: a process that outlived the run may be about to encode
-      // its own log; the one that renames it first does.
-      it.claimed = it.log + ".run";
-      if (rename(it.log.c_str(), it.claimed.c_str()) != 0) {
-        it.claimed.clear();
-        continue;
-      }
-      if (it.quiet) continue;
+      it.quiet = QuietLog(it, req);
+      if (!Claim(it) || it.quiet) continue;
       jobs.push_back(items.size() + (&it - found.data()));
     }
     const size_t base = items.size();
@@ -409,6 +489,9 @@ int FinishRun(const GotraceFinishRequest& req) {
       items.push_back(std::move(it));
     }
   }
+
+  // The logs encoded ahead, the last of them finished meanwhile.
+  for (Item& it : TakeAheadItems()) items.push_back(std::move(it));
 
   // Give back or remove the logs. A log that stays (GOTRACE_KEEP_LOG, or one
   // that could not be encoded) goes next to its trace, out of the
@@ -655,6 +738,73 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
   }
   return traces;
+}
+
+// Problem (issue 18): the launcher encoded every log once the program had
+// ended, and the run's end waited for it (make -j2 of 41 files: 53 ms after
+// make's exit, 4% of the run); meanwhile it only waited. Each log is
+// complete when its process ends, and then nothing writes it again: the
+// kernel says when (inotify: the last writer's descriptor and mappings are
+// gone, IN_CLOSE_WRITE), and it is encoded now, with the run's symbol cache,
+// on a CPU the program leaves idle (the caller runs this at a low
+// priority). A log that is not complete then (a killed process's) is left
+// for the end, which recovers it as before; so is everything after *stop.
+void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) {
+  auto stopped = [&] { return __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0; };
+  const std::string dir = LogDir(req);
+  const int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (in < 0) return;
+  if (inotify_add_watch(in, dir.c_str(), IN_CLOSE_WRITE) < 0) {
+    close(in);
+    return;
+  }
+  struct stat stamp_buf {};
+  const struct stat* stamp = Stamp(req, &stamp_buf);
+  const EncodeOptions& opts = RunOptions(req);
+  alignas(inotify_event) char buf[16 * 1024];
+  while (!stopped()) {
+    pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    const int n = poll(fds, wake_fd >= 0 ? 2 : 1, wake_fd >= 0 ? -1 : 100);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0 || !(fds[0].revents & POLLIN)) continue;
+    std::vector<std::string> names;
+    for (;;) {
+      const ssize_t got = read(in, buf, sizeof buf);
+      if (got <= 0) break;
+      for (ssize_t at = 0; at < got;) {
+        const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+        if (e->len > 0) names.emplace_back(e->name);
+        at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (const std::string& name : names) {
+      if (stopped()) break;
+      Item it;
+      if (!RunLog(req, dir, name, stamp, &it)) continue;
+      // The program's own logs: its last image's ends with the run, and the
+      // end encodes it (reading it here first made the end wait for that).
+      if (LogPid(it.log) == req.root_pid) continue;
+      // Its process ended with it; a killed one's is left for the end.
+      const Status st = SummarizeLog(it.log, req.block_threshold_ns, &it.sum);
+      if (!st.ok() || !it.sum.complete) continue;
+      it.readable = true;
+      it.quiet = QuietLog(it, req);
+      {
+        std::lock_guard lock(g_ahead.mu);
+        if (g_ahead.closed) break;
+        ++g_ahead.in_flight;
+      }
+      const bool claimed = Claim(it);
+      if (claimed && !it.quiet) EncodeItem(it, opts);
+      std::lock_guard lock(g_ahead.mu);
+      if (claimed) g_ahead.items.push_back(std::move(it));
+      --g_ahead.in_flight;
+      g_ahead.idle.notify_all();
+    }
+  }
+  close(in);
 }
 
 }  // namespace gotrace

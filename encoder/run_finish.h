@@ -26,4 +26,7 @@ namespace gotrace {
 // Returns the number of traces written.
 int FinishRun(const GotraceFinishRequest& req);
 
+// gotrace_finish_ahead_v1 (encoder/encode_api.h).
+void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd);
+
 }  // namespace gotrace

@@ -3,12 +3,12 @@
 //
 // Small on purpose: no libdw, no encoder linked in (libstdc++ static), so it
 // starts in well under a millisecond. The encoder is loaded (dlopen) from
-// beside the preloaded library only once the program has ended.
+// beside the preloaded library once the program has started, on a thread
+// that encodes ahead (ResolveAhead).
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
 
-#include <pthread.h>
-
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -21,30 +21,26 @@ std::string EncoderPath(const char* lib) {
   return l.substr(0, l.rfind('/') + 1) + "libgotrace_encode.so";
 }
 
-// The encoder is loaded while the program runs, on a thread of its own
-// (libdw, libelf and their compression libraries: a few milliseconds of
-// loading that a run's end used to wait for). The program has started
-// when this runs (a fork of a process with two threads stays clear of it).
-pthread_t g_loader;
-bool g_loading = false;
-std::string g_encoder_path;
-void* g_encoder = nullptr;
+// The encoder is loaded while the program runs, on the launcher's encode
+// ahead thread (libdw, libelf and their compression libraries: a few
+// milliseconds of loading that a run's end used to wait for), which then
+// encodes the logs of the processes that end (encoder/run.h). The program
+// has started when this runs (a fork of a process with two threads stays
+// clear of it). FinishWithEncoder may run before it has loaded it (the
+// program ended first): it loads it itself then (dlopen of a loaded
+// library, or of one being loaded, is that library).
+std::atomic<void*> g_encoder{nullptr};
 
-void* LoadEncoder(void*) {
-  g_encoder = dlopen(g_encoder_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  return nullptr;
-}
-
-void PrepareEncoder(const char* lib) {
-  g_encoder_path = EncoderPath(lib);
-  // (No thread: it is loaded at the end, as before.)
-  g_loading = pthread_create(&g_loader, nullptr, LoadEncoder, nullptr) == 0;
+gotrace::AheadFn ResolveAhead(const char* lib) {
+  void* h = dlopen(EncoderPath(lib).c_str(), RTLD_NOW | RTLD_LOCAL);
+  g_encoder.store(h);
+  if (h == nullptr) return nullptr;
+  return reinterpret_cast<gotrace::AheadFn>(dlsym(h, "gotrace_finish_ahead_v1"));
 }
 
 int FinishWithEncoder(const GotraceFinishRequest& req, const char* lib) {
   const std::string enc = EncoderPath(lib);
-  if (g_loading) pthread_join(g_loader, nullptr);
-  void* h = g_encoder != nullptr ? g_encoder : dlopen(enc.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* h = g_encoder.load() != nullptr ? g_encoder.load() : dlopen(enc.c_str(), RTLD_NOW | RTLD_LOCAL);
   using Fn = int (*)(const GotraceFinishRequest*);
   Fn fn = h != nullptr ? reinterpret_cast<Fn>(dlsym(h, "gotrace_finish_run_v1")) : nullptr;
   if (fn == nullptr) {
@@ -60,5 +56,5 @@ int FinishWithEncoder(const GotraceFinishRequest& req, const char* lib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return gotrace::RunMain(argc, argv, "tracewrap", FinishWithEncoder, PrepareEncoder);
+  return gotrace::RunMain(argc, argv, "tracewrap", FinishWithEncoder, ResolveAhead);
 }

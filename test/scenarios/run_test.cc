@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "test/scenarios/scenario_util.h"
@@ -237,6 +238,41 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   const auto [traces, sleeps] = CheckRunTraces(dir, "l.trace", index);
   CHECK(sleeps == 4);
   CHECK(traces == 5);  // and the job's shell
+}
+
+TEST_CASE("encode ahead: a process's trace is written once it ends, while the program still runs",
+          "[run]") {
+  TempDir dir;
+  // The job's first command sleeps (worth a trace); then the job waits for
+  // that command's trace file to appear, up to 20 s, before it ends.
+  const std::string script =
+      "/bin/sleep 0.05\n"
+      "i=0; while [ $i -lt 200 ]; do\n"
+      "  for f in job.trace.*; do case $f in *.index.json|*.gtlog*|'job.trace.*') ;; *) echo \"$f\" > seen.txt; exit 0 ;; esac; done\n"
+      "  i=$((i + 1)); /bin/sleep 0.1\n"
+      "done\n"
+      "exit 3\n";
+  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
+  const ProcResult r = Wrap({"-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string seen = Slurp(dir.File("seen.txt"));
+  REQUIRE_FALSE(seen.empty());
+  const std::string name = seen.substr(0, seen.find('\n'));
+  // The same trace, listed once in the run's index, for the first sleep.
+  const std::string index = Slurp(dir.File("job.trace.index.json"));
+  INFO(index);
+  CHECK(Occurrences(index, "\"trace\": \"" + name + "\"") == 1);
+  const std::vector<std::string> rows = IndexRows(index, "\"/bin/sleep\", \"0.05\"]");
+  REQUIRE(rows.size() == 1);
+  CHECK_THAT(rows[0], Catch::Contains("\"trace\": \"" + name + "\""));
+  // Every trace of the run valid, every process listed once, no log left.
+  const auto [traces, sleeps] = CheckRunTraces(dir, "job.trace", index);
+  CHECK(traces >= 3);  // the shell, the first sleep, the loop's first sleep
+  CHECK(sleeps >= 2);
+  std::set<std::string> pids;
+  for (size_t at = index.find("\"pid\": "); at != std::string::npos; at = index.find("\"pid\": ", at + 1))
+    CHECK(pids.insert(index.substr(at, index.find(',', at) - at)).second);
 }
 
 TEST_CASE("a thread's last chunk after many: no record is said to be torn", "[run]") {
