@@ -35,19 +35,26 @@ inline log::FdClass Get(int fd) {
   }
   return ClassifySlow(fd);
 }
+// These store only a change: a shell's fork child opens, closes and dup2s
+// a few descriptors before each exec, and a store of what was there already
+// was a copy-on-write fault of the table's page (issue 18).
 inline void Set(int fd, log::FdClass c) {
-  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize))
-    g_table[fd].store(static_cast<uint8_t>(c) + 1, std::memory_order_relaxed);
+  const uint8_t v = static_cast<uint8_t>(static_cast<uint8_t>(c) + 1);
+  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize) &&
+      g_table[fd].load(std::memory_order_relaxed) != v)
+    g_table[fd].store(v, std::memory_order_relaxed);
 }
 inline void Forget(int fd) {
-  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize))
+  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize) &&
+      g_table[fd].load(std::memory_order_relaxed) != 0)
     g_table[fd].store(0, std::memory_order_relaxed);
 }
 void ForgetRange(unsigned lo, unsigned hi);
 inline void Copy(int from, int to) {
   if (static_cast<unsigned>(from) < static_cast<unsigned>(kTableSize) &&
       static_cast<unsigned>(to) < static_cast<unsigned>(kTableSize)) {
-    g_table[to].store(g_table[from].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    const uint8_t c = g_table[from].load(std::memory_order_relaxed);
+    if (g_table[to].load(std::memory_order_relaxed) != c) g_table[to].store(c, std::memory_order_relaxed);
   } else {
     Forget(to);
   }

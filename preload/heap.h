@@ -28,4 +28,8 @@ void FoldHeapDelta();
 // before the runtime's; a second call records nothing new.
 void FinishHeap();
 
+// A fork child's log has started (StartForkChildLog): its heap samples
+// begin anew, the first fold records the total.
+void HeapForkChildLogStart();
+
 }  // namespace gotrace

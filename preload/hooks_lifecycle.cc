@@ -195,7 +195,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   if (phase == Phase::kUninit) return exec(envp);
   const bool vfork_child = gotrace::IsVforkChild();
   if (vfork_child) gotrace::NoteMadeChild();  // the parent's state: it made a child
-  ExecEnv env;
+  GT_EXEC_ENV(env, envp);
   char* const* child = envp;
   bool untraced = false;
   int pid = 0, ppid = 0;
@@ -228,7 +228,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
 template <typename Spawn>
 int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp, Spawn spawn) {
   gotrace::NoteMadeChild();
-  ExecEnv env;
+  GT_EXEC_ENV(env, envp);
   if (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     const uint64_t start_ns = sys::MonotonicNs();

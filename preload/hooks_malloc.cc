@@ -658,15 +658,21 @@ void AtExit() {
   if (On() && !Uncounted()) FoldSlow(Sample::kFinal);
 }
 
+}  // namespace
+
 // A forked child starts a trace of its own with the parent's heap (and this
 // thread's pending delta): its first fold records the total, whatever the
 // parent last recorded. Other threads' pending deltas (< kFoldBytes each)
-// are lost with them.
-void AtForkChild() {
+// are lost with them. When its log starts (StartForkChildLog), not at the
+// fork: a shell's child that only execs never writes these pages (each was
+// a copy-on-write fault per command, issue 18).
+void HeapForkChildLogStart() {
   g_last.store(0, std::memory_order_relaxed);
   g_peak.store(0, std::memory_order_relaxed);
   t_state.heap_emit = 0;
 }
+
+namespace {
 
 // glibc's own count of what is allocated now, when malloc is glibc's: the
 // memory allocated before tracing began, which the program may free while
@@ -701,7 +707,6 @@ __attribute__((constructor(102))) void InitHeap() {
   g_live.store(static_cast<int64_t>(base), std::memory_order_relaxed);
   g_peak.store(base, std::memory_order_relaxed);  // shown if it is never exceeded
   atexit(AtExit);
-  pthread_atfork(nullptr, nullptr, AtForkChild);  // after the runtime's: it starts the child's log
   __atomic_store_n(&g_hot.on, 1, __ATOMIC_RELEASE);
 }
 

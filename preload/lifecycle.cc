@@ -1851,6 +1851,7 @@ uint32_t StartForkChildLog() {
   // StartLog moves the phase to kReady; until then it stays kShutdown (a
   // thread counting the heap meanwhile goes on counting).
   DepotInit();
+  HeapForkChildLogStart();
   if (!StartLog(/*fork_child=*/true)) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
     return 0;
@@ -1964,7 +1965,10 @@ int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) 
     } else {
       InstallCrashHandler(sig, *act);
     }
-    g_app_action[sig] = *act;
+    // Stored only if it changed: a shell's fork child resets its signals
+    // before each exec, mostly to what they were, and each store was a
+    // copy-on-write fault of this table's page (issue 18).
+    if (std::memcmp(&g_app_action[sig], act, sizeof *act) != 0) g_app_action[sig] = *act;
   }
   if (old != nullptr) *old = before;
   return 0;
@@ -2018,6 +2022,14 @@ void NoteMadeChild() { g.made_child.store(true, std::memory_order_relaxed); }
 
 uint32_t NextImage(int pid) { return pid == g.pid ? g.image + 1 : 0; }
 
+void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes) {
+  size_t n = 0, bytes = 16;
+  for (; envp != nullptr && envp[n] != nullptr; ++n)
+    if (StartsWith(envp[n], "LD_PRELOAD=")) bytes = std::max(bytes, sys::StrLen(envp[n]) + 1);
+  *ptrs = std::min(n + 4, ExecEnv::kMax);  // ours (3) and the terminating null
+  *preload_bytes = std::min(bytes, ExecEnv::kMaxPreload);
+}
+
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
   const bool follow = g.config.follow && !untraced;
   sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
@@ -2031,11 +2043,11 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
         StartsWith(e, "GOTRACE_NCPUS=")) {
       continue;
     }
-    if (n + 4 >= ExecEnv::kMax) return false;
+    if (n + 4 >= env->cap) return false;
     if (!follow && StartsWith(e, "LD_PRELOAD=")) {
       // GOTRACE_FOLLOW=0: the children run untraced; keep the user's other
       // preloads (LD_PRELOAD is separated by colons or spaces, ld.so(8)).
-      sys::Line l(env->preload, sizeof env->preload);
+      sys::Line l(env->preload, env->preload_cap);
       l.Str("LD_PRELOAD=");
       bool first = true;
       for (const char* p = e + 11; *p != '\0';) {

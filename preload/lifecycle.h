@@ -44,14 +44,36 @@ int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 // GOTRACE_FOLLOW=0, without our library in LD_PRELOAD. Lives on the caller's
 // stack: safe in a vfork child. False if the environment is too large (the
 // caller then passes it unchanged).
+//
+// Sized to the environment at hand (GT_EXEC_ENV): a fixed 36 KiB (4096
+// pointers and a 4 KiB LD_PRELOAD) made the exec hook's frame 41 KiB deep,
+// and every page of it a shell's fork child wrote before its exec was one
+// more page fault (issue 18: three per command of a traced shell job).
 struct ExecEnv {
-  static constexpr size_t kMax = 4096;
-  char* ptrs[kMax];
+  static constexpr size_t kMax = 4096;         // pointers at most
+  static constexpr size_t kMaxPreload = 4096;  // LD_PRELOAD=... at most
+  char** ptrs = nullptr;  // room for `cap` pointers
+  size_t cap = 0;
+  char* preload = nullptr;  // room for `preload_cap` bytes
+  size_t preload_cap = 0;
   char root[48];
   char image[64];
   char ncpus[40];
-  char preload[4096];
 };
+// The room ExecEnvironment needs for envp: pointers (its entries and ours,
+// at most kMax) and bytes for a copy of its LD_PRELOAD (at most kMaxPreload).
+void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes);
+// Declares `ExecEnv name` for envp, its room on the caller's stack.
+#define GT_EXEC_ENV(name, envp)                                                      \
+  ::gotrace::ExecEnv name;                                                           \
+  {                                                                                  \
+    size_t gt_ptrs_, gt_bytes_;                                                      \
+    ::gotrace::ExecEnvRoom((envp), &gt_ptrs_, &gt_bytes_);                           \
+    name.ptrs = static_cast<char**>(__builtin_alloca(gt_ptrs_ * sizeof(char*)));    \
+    name.cap = gt_ptrs_;                                                             \
+    name.preload = static_cast<char*>(__builtin_alloca(gt_bytes_));                  \
+    name.preload_cap = gt_bytes_;                                                    \
+  }
 // untraced: leave our library out (as GOTRACE_FOLLOW=0 does), for a
 // program the run learned quiet (SkipTracing).
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
