@@ -49,6 +49,11 @@
 //     raw-clone                          a thread made with clone() (no
 //                                        pthread, no TLS of its own) sleeps
 //                                        while the main thread sleeps (H15)
+//     raw-fork                           a process made with a raw fork
+//                                        system call (no atfork handlers run)
+//                                        allocates, locks, sleeps and uses a
+//                                        pipe while the parent's thread locks
+//                                        and the parent sleeps
 //     steady SECONDS RATE                about RATE recorded sleeps per
 //                                        second for SECONDS; prints the count
 //                                        and the RSS after 1 s and at the end
@@ -619,6 +624,48 @@ static int raw_clone(void) {
   return 0;
 }
 
+static void* raw_fork_spinner(void* arg) {
+  for (int i = 0; i < 20000; i++) {
+    pthread_mutex_lock(&mu);
+    pthread_mutex_unlock(&mu);
+  }
+  return arg;
+}
+
+static int raw_fork(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, raw_fork_spinner, NULL);
+  marker_main_sleeps(50);
+  fflush(stdout);
+  // The child of a raw fork runs with the parent's recording state and no
+  // atfork handler to reset it: whatever it records must go nowhere.
+  const long pid = syscall(SYS_fork);
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    for (int i = 0; i < 1000; i++) {
+      char* p = malloc(100000);
+      memset(p, 1, 100);
+      free(p);
+      pthread_mutex_lock(&mu);
+      pthread_mutex_unlock(&mu);
+    }
+    marker_main_sleeps(20);
+    int fds[2];
+    char c;
+    if (pipe(fds) != 0 || write(fds[1], "x", 1) != 1 || read(fds[0], &c, 1) != 1) _exit(1);
+    printf("child done\n");
+    fflush(stdout);
+    _exit(7);
+  }
+  marker_main_sleeps(50);
+  int st;
+  while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  pthread_join(t, NULL);
+  printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  return 0;
+}
+
 __attribute__((noinline)) static void marker_fd_work(void) { timed_wait_us(500); }
 
 static int fd_limit(void) {
@@ -775,6 +822,7 @@ int main(int argc, char** argv) {
   if (strcmp(m, "exec-fail") == 0) return exec_fail();
   if (strcmp(m, "alarm-at-exit") == 0) return alarm_at_exit();
   if (strcmp(m, "raw-clone") == 0) return raw_clone();
+  if (strcmp(m, "raw-fork") == 0) return raw_fork();
   if (strcmp(m, "segv-recover") == 0) return segv_recover();
   if (strcmp(m, "segv-handler-exit") == 0) return segv_handler_exit();
   if (strcmp(m, "segv-ignored") == 0) return segv_ignored();
