@@ -754,20 +754,30 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // more than anything else of tracing (ext4's search for an inode not
   // recently deleted). Not when the output directory is per process (a '%'
   // in it): logs are then named after their traces, next to them.
-  std::string log_dir;
+  // The logs themselves in its subdirectory logs/, the only files there:
+  // the encode ahead watches it (inotify), and the quiet processes' journal
+  // entries (next to the marker) wake nothing.
+  std::string run_dir, log_dir;
   struct stat shm;
   if (outdir.find('%') == std::string::npos && stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
       access("/dev/shm", W_OK | X_OK) == 0) {
     std::string d = "/dev/shm/tracewrap.XXXXXX";
-    if (mkdtemp(d.data()) != nullptr) log_dir = d;
+    if (mkdtemp(d.data()) != nullptr) {
+      if (mkdir((d + "/logs").c_str(), 0700) == 0) {
+        run_dir = d;
+        log_dir = d + "/logs";
+      } else {
+        rmdir(d.c_str());
+      }
+    }
   }
   // The marker: while it exists, processes of the run leave their logs to
   // us; its time stamps the run (logs older than it are not ours). In the
-  // log directory when there is one (tmpfs: the two files made here cost a
+  // run's directory when there is one (tmpfs: the two files made here cost a
   // disk filesystem's inode search, a few milliseconds of a run there).
   std::string marker;
-  if (!log_dir.empty()) {
-    marker = log_dir + "/marker";
+  if (!run_dir.empty()) {
+    marker = run_dir + "/marker";
     const int mfd = open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (mfd >= 0) close(mfd);
     else marker.clear();
@@ -912,6 +922,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // Empty unless a process of the run still runs (it removes its log when
   // it has written its own trace).
   if (!log_dir.empty()) rmdir(log_dir.c_str());
+  if (!run_dir.empty()) rmdir(run_dir.c_str());
   if (!o.report.empty()) Report(o.report, index, lib);
 
   // Exit as the program did: a death by signal is passed on by dying of it
