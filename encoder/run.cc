@@ -19,6 +19,7 @@
 #include <string.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -637,15 +638,35 @@ struct Ahead {
   int stop = 0;           // read by the encoder with __atomic_load_n
   int wake_fd = -1;       // an eventfd: readable once stop is set
   std::atomic<int> tid{0};
+  std::atomic<bool> idle{false};  // SCHED_IDLE, to be left at the program's end
 };
 Ahead g_ahead;
 
+// Whether this process may leave SCHED_IDLE again (the kernel treats it as
+// nice 20: going back to nice 0 needs CAP_SYS_NICE or RLIMIT_NICE 20).
+bool MayLeaveIdle() {
+  rlimit r{};
+  return geteuid() == 0 || (getrlimit(RLIMIT_NICE, &r) == 0 && r.rlim_cur >= 20);
+}
+
 void* AheadMain(void*) {
   g_ahead.tid.store(static_cast<int>(syscall(SYS_gettid)));
-  // Below the program's processes (nice 10: a tenth of a CPU's share when
-  // they want every CPU); StopAhead raises it back where it may.
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(g_ahead.tid.load()), 10);
+  // Only on CPUs the program leaves idle (SCHED_IDLE): the program's
+  // processes never wait for it, a build that keeps every CPU busy loses
+  // nothing (at nice 10, make -j2 on 2 CPUs took 1% longer), and what it
+  // could not do is the end's. Where it could not leave that class at the
+  // end (unprivileged), nice 19 instead: its last log must not starve
+  // behind other work on the machine while the end waits for it.
+  const sched_param none{};
+  if (MayLeaveIdle() && pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0)
+    g_ahead.idle.store(true);
+  else
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(g_ahead.tid.load()), 19);
   const AheadFn ahead = g_ahead.resolve(g_ahead.lib);
+  // GOTRACE_ENCODE_AHEAD=0: every log at the end (the encoder is still
+  // loaded here), for measurement.
+  const char* on = getenv("GOTRACE_ENCODE_AHEAD");
+  if (on != nullptr && on[0] == '0') return nullptr;
   if (ahead != nullptr && __atomic_load_n(&g_ahead.stop, __ATOMIC_ACQUIRE) == 0)
     ahead(g_ahead.req, &g_ahead.stop, g_ahead.wake_fd);
   return nullptr;
@@ -667,8 +688,8 @@ void StartAhead(ResolveAheadFn resolve, const char* lib, const GotraceFinishRequ
 }
 
 // The program has ended: the encode ahead claims no more logs (the end's
-// now), and the one it is encoding runs on at the normal priority if we may
-// raise it (the machine is the run's end's now), beside the end's.
+// now), and the one it is encoding runs on at the normal priority where we
+// may raise it (the machine is the run's end's now), beside the end's.
 void StopAhead() {
   if (!g_ahead.started) return;
   __atomic_store_n(&g_ahead.stop, 1, __ATOMIC_RELEASE);
@@ -676,6 +697,8 @@ void StopAhead() {
     const uint64_t one = 1;
     (void)!write(g_ahead.wake_fd, &one, sizeof one);
   }
+  const sched_param none{};
+  if (g_ahead.idle.load()) (void)pthread_setschedparam(g_ahead.thread, SCHED_OTHER, &none);
   if (const int tid = g_ahead.tid.load(); tid != 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
 }
 

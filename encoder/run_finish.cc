@@ -321,6 +321,12 @@ bool QuietLog(const Item& it, const GotraceFinishRequest& req) {
          (static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d);
 }
 
+// Whether a claimed log stays (GOTRACE_KEEP_LOG, or it could not be
+// encoded): it goes next to its trace at the end.
+bool KeepLog(const Item& it, const GotraceFinishRequest& req) {
+  return req.keep_logs || (!it.encoded && !it.quiet && !it.no_events);
+}
+
 // Claims a log: a process that outlived the run may be about to encode its
 // own; the one that renames it first does.
 bool Claim(Item& it) {
@@ -498,7 +504,7 @@ int FinishRun(const GotraceFinishRequest& req) {
   // launcher's log directory.
   for (Item& it : items) {
     if (it.claimed.empty()) continue;
-    const bool keep = req.keep_logs || (!it.encoded && !it.quiet && !it.no_events);
+    const bool keep = KeepLog(it, req);
     if (!keep) {
       unlink(it.claimed.c_str());
       continue;
@@ -798,6 +804,11 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
       }
       const bool claimed = Claim(it);
       if (claimed && !it.quiet) EncodeItem(it, opts);
+      // Its log is gone now rather than at the end (the end's unlink of
+      // it finds nothing): a long job's logs do not pile up in the log
+      // directory (tmpfs: memory) until it ends. One that stays is the
+      // end's to move next to its trace.
+      if (claimed && !KeepLog(it, req)) unlink(it.claimed.c_str());
       std::lock_guard lock(g_ahead.mu);
       if (claimed) g_ahead.items.push_back(std::move(it));
       --g_ahead.in_flight;

@@ -248,7 +248,8 @@ TEST_CASE("encode ahead: a process's trace is written once it ends, while the pr
   const std::string script =
       "/bin/sleep 0.05\n"
       "i=0; while [ $i -lt 200 ]; do\n"
-      "  for f in job.trace.*; do case $f in *.index.json|*.gtlog*|'job.trace.*') ;; *) echo \"$f\" > seen.txt; exit 0 ;; esac; done\n"
+      "  for f in job.trace.*; do case $f in *.index.json|*.gtlog*|'job.trace.*') ;; *)\n"
+      "    echo \"$f\" > seen.txt; /bin/sleep 0.2; ls \"$GOTRACE_LOG_DIR\" > logs.txt; exit 0 ;; esac; done\n"
       "  i=$((i + 1)); /bin/sleep 0.1\n"
       "done\n"
       "exit 3\n";
@@ -259,6 +260,12 @@ TEST_CASE("encode ahead: a process's trace is written once it ends, while the pr
   const std::string seen = Slurp(dir.File("seen.txt"));
   REQUIRE_FALSE(seen.empty());
   const std::string name = seen.substr(0, seen.find('\n'));
+  // Its log was removed with it (the trace is published first, its log
+  // removed a moment later: hence the script's sleep): a long job's logs do
+  // not pile up (tmpfs).
+  const std::string logs = Slurp(dir.File("logs.txt"));
+  INFO("logs: " << logs);
+  CHECK(logs.find(name + ".gtlog") == std::string::npos);
   // The same trace, listed once in the run's index, for the first sleep.
   const std::string index = Slurp(dir.File("job.trace.index.json"));
   INFO(index);
