@@ -652,9 +652,7 @@ bool MayLeaveIdle() {
 void* AheadMain(void*) {
   g_ahead.tid.store(static_cast<int>(syscall(SYS_gettid)));
   // Only on CPUs the program leaves idle (SCHED_IDLE): the program's
-  // processes never wait for it, a build that keeps every CPU busy loses
-  // nothing (at nice 10, make -j2 on 2 CPUs took 1% longer), and what it
-  // could not do is the end's. Where it could not leave that class at the
+  // processes never wait for it, and what it could not do is the end's. Where it could not leave that class at the
   // end (unprivileged), nice 19 instead: its last log must not starve
   // behind other work on the machine while the end waits for it.
   const sched_param none{};
@@ -663,10 +661,6 @@ void* AheadMain(void*) {
   else
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(g_ahead.tid.load()), 19);
   const AheadFn ahead = g_ahead.resolve(g_ahead.lib);
-  // GOTRACE_ENCODE_AHEAD=0: every log at the end (the encoder is still
-  // loaded here), for measurement.
-  const char* on = getenv("GOTRACE_ENCODE_AHEAD");
-  if (on != nullptr && on[0] == '0') return nullptr;
   if (ahead != nullptr && __atomic_load_n(&g_ahead.stop, __ATOMIC_ACQUIRE) == 0)
     ahead(g_ahead.req, &g_ahead.stop, g_ahead.wake_fd);
   return nullptr;

@@ -34,10 +34,10 @@ using FinishFn = int (*)(const GotraceFinishRequest& req, const char* lib);
 using AheadFn = void (*)(const GotraceFinishRequest* req, const int* stop, int wake_fd);
 
 // Called once the program has started, on a thread of the launcher's own
-// that then encodes the logs of the run's processes as they end (at a low
-// priority: the program comes first), until the program has ended and
-// before `finish`: finds the encode ahead (tracewrap loads its encoder
-// here, off the run's end). May be null, or return null: no encode ahead.
+// that then encodes the logs of the run's ended processes once they add up
+// to a backlog (on idle CPUs: the program comes first), until the program
+// has ended: finds the encode ahead (tracewrap loads its encoder here, off
+// the run's end). May be null, or return null: no encode ahead.
 using ResolveAheadFn = AheadFn (*)(const char* lib);
 
 // argv[0] is the launcher's name; returns the exit status (or dies of the

@@ -747,16 +747,29 @@ int FinishRun(const GotraceFinishRequest& req) {
 }
 
 // Problem (issue 18): the launcher encoded every log once the program had
-// ended, and the run's end waited for it (make -j2 of 41 files: 53 ms after
-// make's exit, 4% of the run); meanwhile it only waited. Each log is
-// complete when its process ends, and then nothing writes it again: the
-// kernel says when (inotify: the last writer's descriptor and mappings are
-// gone, IN_CLOSE_WRITE), and it is encoded now, with the run's symbol cache,
-// on a CPU the program leaves idle (the caller runs this at a low
-// priority). A log that is not complete then (a killed process's) is left
-// for the end, which recovers it as before; so is everything after *stop.
+// ended, so a long job's logs all waited in the log directory (tmpfs:
+// memory) and its end waited for all of their encodes. Each log is complete
+// when its process ends, and then nothing writes it again: the kernel says
+// when (inotify: the last writer's descriptor and mappings are gone,
+// IN_CLOSE_WRITE). Encoding each one at once, on CPUs the program left idle,
+// cost a build that keeps every CPU busy more than it saved (make -j2 on 2
+// CPUs: 1.096 of untraced against 1.078, 25 interleaved rounds: the
+// encoder's work beside the compilers', the traces' files written
+// meanwhile). So ended logs wait until they add up to the backlog
+// (GOTRACE_ENCODE_AHEAD MiB, default 64), and then are encoded together,
+// with the run's symbol cache, and removed: a build's logs (10 MB) stay for
+// the end as before, a long job's are bounded. A log that is not complete
+// then (a killed process's) is left for the end, which recovers it as
+// before; so is everything after *stop.
 void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) {
   auto stopped = [&] { return __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0; };
+  uint64_t backlog_limit = uint64_t{64} << 20;
+  if (const char* v = std::getenv("GOTRACE_ENCODE_AHEAD"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const unsigned long long mb = std::strtoull(v, &end, 10);
+    if (end != v && *end == '\0' && mb <= (uint64_t{1} << 30)) backlog_limit = mb << 20;
+  }
+  if (backlog_limit == 0) return;
   const std::string dir = LogDir(req);
   const int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (in < 0) return;
@@ -766,31 +779,35 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
   }
   struct stat stamp_buf {};
   const struct stat* stamp = Stamp(req, &stamp_buf);
-  const EncodeOptions& opts = RunOptions(req);
+  std::set<std::string> waiting;  // ended logs (names), not yet encoded
+  uint64_t backlog = 0;           // their bytes in memory
   alignas(inotify_event) char buf[16 * 1024];
   while (!stopped()) {
     pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};
     const int n = poll(fds, wake_fd >= 0 ? 2 : 1, wake_fd >= 0 ? -1 : 100);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0 || !(fds[0].revents & POLLIN)) continue;
-    std::vector<std::string> names;
     for (;;) {
       const ssize_t got = read(in, buf, sizeof buf);
       if (got <= 0) break;
       for (ssize_t at = 0; at < got;) {
         const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
-        if (e->len > 0) names.emplace_back(e->name);
         at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+        if (e->len == 0 || waiting.count(e->name)) continue;
+        struct stat st {};
+        if (!EndsWith(e->name, ".gtlog") || stat((dir + "/" + e->name).c_str(), &st) != 0) continue;
+        waiting.insert(e->name);
+        backlog += static_cast<uint64_t>(st.st_blocks) * 512;
       }
     }
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    for (const std::string& name : names) {
+    if (backlog < backlog_limit) continue;
+    const EncodeOptions& opts = RunOptions(req);
+    for (const std::string& name : waiting) {
       if (stopped()) break;
       Item it;
       if (!RunLog(req, dir, name, stamp, &it)) continue;
       // The program's own logs: its last image's ends with the run, and the
-      // end encodes it (reading it here first made the end wait for that).
+      // end encodes it.
       if (LogPid(it.log) == req.root_pid) continue;
       // Its process ended with it; a killed one's is left for the end.
       const Status st = SummarizeLog(it.log, req.block_threshold_ns, &it.sum);
@@ -804,16 +821,17 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
       }
       const bool claimed = Claim(it);
       if (claimed && !it.quiet) EncodeItem(it, opts);
-      // Its log is gone now rather than at the end (the end's unlink of
-      // it finds nothing): a long job's logs do not pile up in the log
-      // directory (tmpfs: memory) until it ends. One that stays is the
-      // end's to move next to its trace.
+      // Its log is gone now rather than at the end (the end's unlink of it
+      // finds nothing). One that stays is the end's to move next to its
+      // trace.
       if (claimed && !KeepLog(it, req)) unlink(it.claimed.c_str());
       std::lock_guard lock(g_ahead.mu);
       if (claimed) g_ahead.items.push_back(std::move(it));
       --g_ahead.in_flight;
       g_ahead.idle.notify_all();
     }
+    waiting.clear();
+    backlog = 0;
   }
   close(in);
 }
