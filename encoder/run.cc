@@ -651,16 +651,19 @@ bool MayLeaveIdle() {
 
 void* AheadMain(void*) {
   g_ahead.tid.store(static_cast<int>(syscall(SYS_gettid)));
-  // Only on CPUs the program leaves idle (SCHED_IDLE): the program's
-  // processes never wait for it, and what it could not do is the end's. Where it could not leave that class at the
-  // end (unprivileged), nice 19 instead: its last log must not starve
-  // behind other work on the machine while the end waits for it.
+  // The encoder first, at the normal priority: the end needs it anyway,
+  // and loading it is a few milliseconds the end would otherwise wait for.
+  const AheadFn ahead = g_ahead.resolve(g_ahead.lib);
+  // Then only on CPUs the program leaves idle (SCHED_IDLE): the program's
+  // processes never wait for the encode ahead, and what it could not do is
+  // the end's. Where it could not leave that class at the end
+  // (unprivileged), nice 19 instead: its last log must not starve behind
+  // other work on the machine while the end waits for it.
   const sched_param none{};
   if (MayLeaveIdle() && pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0)
     g_ahead.idle.store(true);
   else
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(g_ahead.tid.load()), 19);
-  const AheadFn ahead = g_ahead.resolve(g_ahead.lib);
   if (ahead != nullptr && __atomic_load_n(&g_ahead.stop, __ATOMIC_ACQUIRE) == 0)
     ahead(g_ahead.req, &g_ahead.stop, g_ahead.wake_fd);
   return nullptr;
