@@ -770,6 +770,20 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
     if (end != v && *end == '\0' && mb <= (uint64_t{1} << 30)) backlog_limit = mb << 20;
   }
   if (backlog_limit == 0) return;
+  // Not in a short run: closing an inotify instance waits for the kernel's
+  // fsnotify grace period (synchronize_srcu), 2 to 18 ms here, which the
+  // end of `tracewrap -- /bin/true` (5 ms) then waited for. A run that ends
+  // within kWatchAfterMs never makes one (and never has a backlog worth
+  // it); a longer one watches from then on (what ended before is the end's).
+  constexpr int kWatchAfterMs = 2000;
+  {
+    pollfd w = {wake_fd, POLLIN, 0};
+    if (wake_fd >= 0) {
+      while (poll(&w, 1, kWatchAfterMs) < 0 && errno == EINTR) {
+      }
+    }
+    if (stopped()) return;
+  }
   const std::string dir = LogDir(req);
   const int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (in < 0) return;

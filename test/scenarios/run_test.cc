@@ -243,10 +243,12 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
 TEST_CASE("encode ahead: a process's trace is written once it ends, while the program still runs",
           "[run]") {
   TempDir dir;
-  // The job's first 12 commands sleep (worth a trace: 1.5 MiB of logs, past
-  // the backlog of 1 MiB asked for); then the job waits for one of their
-  // trace files to appear, up to 20 s, before it ends.
+  // The launcher watches the logs from 2 s into a run (a shorter one ends
+  // before it would matter). Then 12 commands sleep (worth a trace: 1.5 MiB
+  // of logs, past the backlog of 1 MiB asked for); then the job waits for
+  // one of their trace files to appear, up to 20 s, before it ends.
   const std::string script =
+      "/bin/sleep 2.3\n"
       "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do /bin/sleep 0.01; done\n"
       "i=0; while [ $i -lt 200 ]; do\n"
       "  for f in job.trace.*; do case $f in *.index.json|*.gtlog*|'job.trace.*') ;; *)\n"
@@ -268,18 +270,19 @@ TEST_CASE("encode ahead: a process's trace is written once it ends, while the pr
   const std::string logs = Slurp(dir.File("logs.txt"));
   INFO("logs: " << logs);
   CHECK(logs.find(name + ".gtlog") == std::string::npos);
-  // The same trace, listed once in the run's index, for one of the sleeps.
+  // The same trace, listed once in the run's index, for one of the sleeps
+  // (the first one's, 2.3 s, ended after the watch began).
   const std::string index = Slurp(dir.File("job.trace.index.json"));
   INFO(index);
   CHECK(Occurrences(index, "\"trace\": \"" + name + "\"") == 1);
-  const std::vector<std::string> rows = IndexRows(index, "\"/bin/sleep\", \"0.01\"]");
-  CHECK(rows.size() == 12);
+  CHECK(IndexRows(index, "\"/bin/sleep\", \"0.01\"]").size() == 12);
+  const std::vector<std::string> rows = IndexRows(index, "\"/bin/sleep\"");
   CHECK(std::count_if(rows.begin(), rows.end(), [&](const std::string& row) {
           return row.find("\"trace\": \"" + name + "\"") != std::string::npos;
         }) == 1);
   // Every trace of the run valid, every process listed once, no log left.
   const auto [traces, sleeps] = CheckRunTraces(dir, "job.trace", index);
-  CHECK(traces >= 14);  // the shell, the 12 sleeps, the loop's first sleep
+  CHECK(traces >= 15);  // the shell, the first sleep, the 12, the loop's first
   CHECK(sleeps >= 2);
   std::set<std::string> pids;
   for (size_t at = index.find("\"pid\": "); at != std::string::npos; at = index.find("\"pid\": ", at + 1))
