@@ -289,6 +289,29 @@ TEST_CASE("encode ahead: a process's trace is written once it ends, while the pr
     CHECK(pids.insert(index.substr(at, index.find(',', at) - at)).second);
 }
 
+TEST_CASE("gotrace run is tracewrap with the encoder linked in: the same index, the program's status",
+          "[run]") {
+  TempDir dir;
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_QUIET", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG",
+                 "GOTRACE_DEFER"};
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const ProcResult r = RunProcess({kGotrace, "run", "-o", dir.File("g.trace"), "--", "/bin/sh", "-c",
+                                   "/bin/sleep 0.02; /bin/true; exit 5"},
+                                  o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(5));
+  CHECK_THAT(r.err, Catch::Contains("gotrace run: 3 processes ran"));
+  const std::string index = Slurp(dir.File("g.trace.index.json"));
+  INFO(index);
+  CHECK(Occurrences(index, "\"pid\": ") == 3);
+  CHECK_THAT(index, Catch::Contains("\"exit\": {\"code\":5}"));
+  const auto [traces, sleeps] = CheckRunTraces(dir, "g.trace", index);
+  CHECK(traces == 2);  // the shell's and the sleep's; /bin/true is quiet
+  CHECK(sleeps == 1);
+}
+
 TEST_CASE("a thread's last chunk after many: no record is said to be torn", "[run]") {
   // 40,000 recorded system calls fill the thread's slot several times; its
   // last chunk, left open at exit, lies in the same slot over the records
