@@ -88,12 +88,9 @@ bool PoolInit(size_t buffer_kb) {
   g_rec_bytes = (sizeof(ThreadRec) + 4095) & ~size_t{4095};
   g_pool_stride = g_rec_bytes + g.slot_bytes;
   g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * kMaxThreads;
-  g_region = static_cast<uint8_t*>(sys::MapMemory(g_region_bytes));
-  if (g_region == nullptr) return false;
-  // A fork child replaces all of it before use (PoolResetIfForked): it
-  // gets zero pages, and the parent's writes after a fork fault no more.
-  (void)sys::WipeOnFork(g_region, g_region_bytes);
-  return true;
+  // A fork child replaces all of it before use (PoolResetIfForked).
+  g_region = static_cast<uint8_t*>(sys::MapForkFresh(nullptr, g_region_bytes));
+  return g_region != nullptr;
 }
 uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
@@ -125,9 +122,7 @@ void PoolResetForChild() {
   // the region maps the parent's (or the finished image's) log: nothing of
   // it is ours. One mmap replaces it with fresh memory.
   g.pool_reset_pending = false;
-  sys::Mmap(g_region, g_region_bytes, PROT_READ | PROT_WRITE,
-            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-  (void)sys::WipeOnFork(g_region, g_region_bytes);
+  sys::MapForkFresh(g_region, g_region_bytes);
   g_pool_used.store(0, std::memory_order_relaxed);
   g_free_head.store(0xffffffffull, std::memory_order_relaxed);
   g_proc.file_gen = 0;
@@ -137,12 +132,8 @@ void PoolResetForChild() {
   t_state.bound = 0;
 }
 // A stream's window back to plain memory (staged, or no log slot mapped),
-// the region's like the rest of it: wiped in a fork child (PoolInit).
-void AnonWindow(uint8_t* window) {
-  sys::Mmap(window, g.slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-            -1, 0);
-  (void)sys::WipeOnFork(window, g.slot_bytes);
-}
+// the region's like the rest of it.
+void AnonWindow(uint8_t* window) { sys::MapForkFresh(window, g.slot_bytes); }
 
 // The stack depot and the unwinder's row cache are made at the first stack
 // (EnsureDepot), not with the log: a staged process that stays quiet never

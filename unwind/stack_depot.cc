@@ -2,8 +2,6 @@
 //===-- unwind/stack_depot.cc - lock-free stack de-duplication ------------===//
 #include "unwind/stack_depot.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 
 #include "preload/sys/raw.h"
@@ -16,16 +14,10 @@ constexpr uint64_t kBusy = 1;
 constexpr size_t kMaxProbes = 64;
 
 // A fork child never uses its parent's depot (it makes its own with its
-// log: DepotInit), so fork copies none of it (sys::WipeOnFork): the three
-// tables' pages cost the traced parent of many forks no page-table walk and
-// no copy-on-write faults after each.
-void* Reserve(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  (void)sys::WipeOnFork(p, bytes);
-  return p;
-}
+// log: DepotInit), so fork copies none of it: the three tables' pages cost
+// the traced parent of many forks no page-table walk and no copy-on-write
+// faults after each.
+void* Reserve(size_t bytes) { return sys::MapForkFresh(nullptr, bytes); }
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v;

@@ -43,6 +43,16 @@ void* MapMemory(size_t bytes) {
   return reinterpret_cast<void*>(r);
 }
 
+void* MapForkFresh(void* at, size_t bytes) {
+  const int fixed = at != nullptr ? MAP_FIXED : 0;
+  const long r = Mmap(at, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | fixed, -1, 0);
+  if (r < 0 && r > -4096) return nullptr;
+  constexpr long kMadvWipeOnFork = 18;
+  (void)Syscall6(SYS_madvise, r, static_cast<long>(bytes), kMadvWipeOnFork);
+  return reinterpret_cast<void*>(r);
+}
+
 Line& Line::Str(const char* s, size_t n) {
   for (size_t i = 0; i < n && len_ + 1 < cap_; ++i) buf_[len_++] = s[i];
   buf_[len_] = '\0';

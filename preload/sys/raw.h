@@ -129,21 +129,19 @@ long WriteAllNoSigpipe(int fd, const void* buf, size_t n);
 // Anonymous memory, or nullptr. MAP_NORESERVE: untouched pages cost nothing.
 void* MapMemory(size_t bytes);
 
-// Marks [addr, addr + len) (private anonymous memory) as a fork child's
-// fresh zero pages (MADV_WIPEONFORK, Linux 4.14): fork neither copies its
-// page tables nor write-protects its pages in the parent. Problem (issue
-// 18): a traced shell writes its thread record after each of its hundreds
-// of forks, and each such write was a copy-on-write fault in the parent
-// while the child lived, and a fault on a write-protected page after it
-// (measured: 4 faults per fork in the parent instead of 2, +50 us of system
-// time per fork). Only for memory whose contents a fork child never reads
-// (it replaces them before use). Best effort: an older kernel says EINVAL
-// and the pages are copied on write as before.
-inline long WipeOnFork(void* addr, size_t len) {
-  constexpr long kMadvWipeOnFork = 18;
-  return Syscall6(SYS_madvise, reinterpret_cast<long>(addr), static_cast<long>(len),
-                  kMadvWipeOnFork);
-}
+// Anonymous memory (MAP_NORESERVE) that a fork child gets as fresh zero
+// pages (MADV_WIPEONFORK, Linux 4.14), at `at` (replacing what is mapped
+// there) or, with `at` null, anywhere; nullptr if it cannot be mapped. For
+// the tracer's per-process state that a fork child never reads (it makes
+// its own before use): fork neither copies its page tables nor
+// write-protects its pages in the parent. Problem (issue 18): a traced
+// shell writes its thread record after each of its hundreds of forks, and
+// each such write was a copy-on-write fault in the parent while the child
+// lived, and a fault on a write-protected page after it (measured: 8 faults
+// per fork in the parent instead of 2, +50 us of system time per fork).
+// The marking is best effort: an older kernel says EINVAL, and the pages
+// are copied on write as before.
+void* MapForkFresh(void* at, size_t bytes);
 
 // A small fixed-capacity string builder over a caller buffer; never overflows
 // (output is truncated) and is always NUL-terminated.
