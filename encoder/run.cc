@@ -695,8 +695,10 @@ void StopAhead() {
     (void)!write(g_ahead.wake_fd, &one, sizeof one);
   }
   const sched_param none{};
-  if (g_ahead.idle.load()) (void)pthread_setschedparam(g_ahead.thread, SCHED_OTHER, &none);
-  if (const int tid = g_ahead.tid.load(); tid != 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
+  if (g_ahead.idle.load())
+    (void)pthread_setschedparam(g_ahead.thread, SCHED_OTHER, &none);
+  else if (const int tid = g_ahead.tid.load(); tid != 0)
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);  // from nice 19, where allowed
 }
 
 // After the end (which waited for the logs in flight): the thread is done.

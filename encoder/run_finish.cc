@@ -142,9 +142,9 @@ std::string LogDir(const GotraceFinishRequest& req) { return req.log_dir != null
 
 // Whether dir/name is a log of the run: PREFIX*.gtlog, a regular file not
 // older than the stamp (`stamp` null: none). Then `it` names it and the
-// trace it becomes.
+// trace it becomes, and *bytes (if asked) is the memory it takes.
 bool RunLog(const GotraceFinishRequest& req, const std::string& dir, const std::string& name,
-            const struct stat* stamp, Item* it) {
+            const struct stat* stamp, Item* it, uint64_t* bytes = nullptr) {
   const std::string prefix = req.prefix != nullptr ? req.prefix : "";
   if (name.compare(0, prefix.size(), prefix) != 0 || !EndsWith(name, ".gtlog")) return false;
   const std::string path = dir + "/" + name;
@@ -159,6 +159,7 @@ bool RunLog(const GotraceFinishRequest& req, const std::string& dir, const std::
   }
   it->log = path;
   it->trace = std::string(req.outdir) + "/" + name.substr(0, name.size() - 6);
+  if (bytes != nullptr) *bytes = static_cast<uint64_t>(st.st_blocks) * 512;
   return true;
 }
 
@@ -359,10 +360,9 @@ struct AheadLogs {
 };
 AheadLogs g_ahead;
 
-// The encode ahead's items, once none is in flight.
+// The encode ahead's items, once none is in flight (FinishRun closed it).
 std::vector<Item> TakeAheadItems() {
   std::unique_lock lock(g_ahead.mu);
-  g_ahead.closed = true;
   g_ahead.idle.wait(lock, [] { return g_ahead.in_flight == 0; });
   return std::move(g_ahead.items);
 }
@@ -793,8 +793,8 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
   }
   struct stat stamp_buf {};
   const struct stat* stamp = Stamp(req, &stamp_buf);
-  std::set<std::string> waiting;  // ended logs (names), not yet encoded
-  uint64_t backlog = 0;           // their bytes in memory
+  std::map<std::string, Item> waiting;  // ended logs (by name), not yet encoded
+  uint64_t backlog = 0;                 // their bytes in memory
   alignas(inotify_event) char buf[16 * 1024];
   while (!stopped()) {
     pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};
@@ -807,19 +807,18 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
       for (ssize_t at = 0; at < got;) {
         const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
         at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
-        if (e->len == 0 || waiting.count(e->name)) continue;
-        struct stat st {};
-        if (!EndsWith(e->name, ".gtlog") || stat((dir + "/" + e->name).c_str(), &st) != 0) continue;
-        waiting.insert(e->name);
-        backlog += static_cast<uint64_t>(st.st_blocks) * 512;
+        Item it;
+        uint64_t bytes = 0;
+        if (e->len == 0 || waiting.count(e->name) || !RunLog(req, dir, e->name, stamp, &it, &bytes))
+          continue;
+        waiting.emplace(e->name, std::move(it));
+        backlog += bytes;
       }
     }
     if (backlog < backlog_limit) continue;
     const EncodeOptions& opts = RunOptions(req);
-    for (const std::string& name : waiting) {
+    for (auto& [name, it] : waiting) {
       if (stopped()) break;
-      Item it;
-      if (!RunLog(req, dir, name, stamp, &it)) continue;
       // The program's own logs: its last image's ends with the run, and the
       // end encodes it.
       if (LogPid(it.log) == req.root_pid) continue;
