@@ -50,6 +50,15 @@ void WriteFile(const std::string& path, const std::string& text, fs::perms perms
   fs::permissions(path, perms);
 }
 
+// Writes `script` to dir/job.sh and runs it under tracewrap with `opts`
+// (the shell `shell`).
+ProcResult WrapJob(const TempDir& dir, const std::string& script, std::vector<std::string> opts,
+                   const std::string& shell = "/bin/sh", const std::vector<std::string>& env = {}) {
+  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
+  opts.insert(opts.end(), {"--", shell, dir.File("job.sh")});
+  return Wrap(opts, dir, env);
+}
+
 size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -124,10 +133,8 @@ std::pair<size_t, size_t> CheckRunTraces(const TempDir& dir, const std::string& 
 TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only for those that did something",
           "[run]") {
   TempDir dir;
-  WriteFile(dir.File("job.sh"), FiftyCommands(), fs::perms::owner_all);
   // Every process traced (--every-process): each /bin/true ends quiet.
-  const ProcResult r =
-      Wrap({"--every-process", "-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  const ProcResult r = WrapJob(dir, FiftyCommands(), {"--every-process", "-o", dir.File("job.trace")});
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("job.trace.index.json"));
@@ -157,8 +164,7 @@ TEST_CASE("a shell job of 50 commands: one index of 50 processes, traces only fo
 TEST_CASE("a shell job of 50 commands by default: a program quiet twice is listed, not traced again",
           "[run]") {
   TempDir dir;
-  WriteFile(dir.File("job.sh"), FiftyCommands(), fs::perms::owner_all);
-  const ProcResult r = Wrap({"-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  const ProcResult r = WrapJob(dir, FiftyCommands(), {"-o", dir.File("job.trace")});
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("job.trace.index.json"));
@@ -218,8 +224,7 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
       "/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n"
       // Arguments that differ make another command.
       "/bin/sh -c 'sleep 0.02; exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n";
-  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
-  const ProcResult r = Wrap({"-o", dir.File("l.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir);
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("l.trace")});
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("l.trace.index.json"));
@@ -256,9 +261,7 @@ TEST_CASE("encode ahead: a process's trace is written once it ends, while the pr
       "  i=$((i + 1)); /bin/sleep 0.1\n"
       "done\n"
       "exit 3\n";
-  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
-  const ProcResult r =
-      Wrap({"-o", dir.File("job.trace"), "--", "/bin/sh", dir.File("job.sh")}, dir, {"GOTRACE_ENCODE_AHEAD=1"});
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("job.trace")}, "/bin/sh", {"GOTRACE_ENCODE_AHEAD=1"});
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string seen = Slurp(dir.File("seen.txt"));
@@ -410,8 +413,7 @@ TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that 
       Scenario("staged_late") + "\n"
       "sh -c 'kill -TERM $$' || true\n"
       "x=$(/bin/sleep 0.02; /bin/true)\n";
-  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
-  const ProcResult r = Wrap({"-o", dir.File("s.trace"), "--", "/bin/bash", dir.File("job.sh")}, dir);
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("s.trace")}, "/bin/bash");
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out == "done\n");
@@ -468,8 +470,7 @@ TEST_CASE("staging: a process killed while it waits on a pipe is recovered from 
   // cat waits on a pipe that stays empty: before it blocks, it makes its
   // log (the pipe was not ready), so the kill finds the wait in a log.
   const std::string script = "(sleep 0.6) | cat & c=$!\nsleep 0.3\nkill -KILL $c\nwait\n";
-  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
-  const ProcResult r = Wrap({"-o", dir.File("k.trace"), "--", "/bin/bash", dir.File("job.sh")}, dir);
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("k.trace")}, "/bin/bash");
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK_THAT(r.err, Catch::Contains("recovered "));
