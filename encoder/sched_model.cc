@@ -394,7 +394,6 @@ Status Replay::Run() {
       return streams[a].first_ts < streams[b].first_ts;
     });
   }
-  for (uint8_t k : kernel_) stats_->kernel_processes += k;
   stats_->start_ns = t0;
   now_ = t0;
   Snapshot(t0);
@@ -435,6 +434,12 @@ Status Replay::Run() {
 
   EndOfTrace(std::max(now_, end_));
   stats_->end_ns = now_;
+  // Scheduling came from the kernel where its records are in the log, and
+  // also where the process had the kernel's events open but the kernel had
+  // nothing to say (a run of a few ms that never left its CPU: the model's
+  // timeline is then the kernel's, and the summary said "inferred").
+  for (size_t f = 0; f < kernel_.size(); ++f)
+    stats_->kernel_processes += kernel_[f] || meta_[f].sched == "kernel" ? 1 : 0;
   WriteMeta();
   if (checker_) {
     std::string e = checker_->Finish();
