@@ -452,7 +452,7 @@ bool MaterializeStream(SlotStream* s) {
   return true;
 }
 
-uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events) {
+uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids) {
   uint64_t records = 0;
   uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
   if (tps == 0) tps = 1'000'000'000;
@@ -466,11 +466,6 @@ uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events)
       size_t used;
       if (log::DecodeRecord(p, end, &raw, &rec, &used) != log::Decode::kOk) break;
       ++records;
-      // Events of the trace (as CountEvents: not a thread's start, clock
-      // syncs, names, stack definitions).
-      if (s.serial != log::kProcessSerial && rec.type != log::kThreadStart &&
-          rec.type != log::kClockSync && rec.type != log::kThreadName && rec.type != log::kStackDef)
-        ++*events;
       if (rec.type == log::kChildExit && *nkids < log::kQuietMaxChildren) {
         // Its time, from the ticks as the encoder converts them (here from
         // the process's start and the current estimate of the frequency).

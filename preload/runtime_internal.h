@@ -63,9 +63,8 @@ void StopRecording(const char* why);
 // just made (g.log_fd), keeping what it recorded. False if one could not.
 bool MaterializeStreams();
 // Staging: the records a staged process made (in memory), and the
-// children it reaped (up to log::kQuietMaxChildren), for its journal entry;
-// *events counts its threads' events (CountEvents' sense).
-uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids, uint64_t* events);
+// children it reaped (up to log::kQuietMaxChildren), for its journal entry.
+uint64_t StagedSummary(log::QuietChild* kids, uint32_t* nkids);
 // Shrinks the file to the slots handed out (it grows ahead of need).
 void TruncateLog();
 void AppendClockSync(log::ChunkWriter* w, uint32_t cpu);
