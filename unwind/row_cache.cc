@@ -2,8 +2,6 @@
 //===-- unwind/row_cache.cc - decoded unwind rows by return address -------===//
 #include "unwind/row_cache.h"
 
-#include <sys/mman.h>
-
 #include <cstring>
 
 #include "preload/sys/raw.h"
@@ -20,14 +18,18 @@ RowCache& ProcessRows() { return g_rows; }
 bool RowCache::Init(unsigned log2_entries) {
   if (entries_.load(std::memory_order_acquire) != nullptr) return true;
   const size_t bytes = (size_t{1} << log2_entries) * sizeof(Entry);
-  const long p = sys::Mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p < 0 && p > -4096) return false;
+  // Fork-fresh (a fork child sees it empty: all zeros is no entry). A shell
+  // forks hundreds of times: the table's touched pages (76 KiB in the
+  // shell job's bash) were copied into each child's page tables and were
+  // copy-on-write in the parent until the child exec'd or ended; a child
+  // that records stacks has its own rows to decode anyway.
+  void* const p = sys::MapForkFresh(nullptr, bytes);
+  if (p == nullptr) return false;
   shift_ = 64 - log2_entries;
   Entry* expected = nullptr;
-  if (!entries_.compare_exchange_strong(expected, reinterpret_cast<Entry*>(p),
+  if (!entries_.compare_exchange_strong(expected, static_cast<Entry*>(p),
                                         std::memory_order_acq_rel)) {
-    sys::Munmap(reinterpret_cast<void*>(p), bytes);  // another thread won
+    sys::Munmap(p, bytes);  // another thread won
   }
   return true;
 }
