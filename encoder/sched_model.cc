@@ -284,6 +284,7 @@ class Replay {
     uint64_t lost = 0;
     uint64_t rings_full = 0;  // rings still full at the last read (log::kRingFull)
     uint64_t full_at = 0;     // the earliest such ring's last record, ns into the trace
+    bool ended = false;       // its end record (the kernel's rings read one last time)
   };
   std::vector<FileMeta> meta_;
   std::unordered_map<uint64_t, uint8_t> kinds_;      // trace stack id of a block -> its kind
@@ -435,11 +436,12 @@ Status Replay::Run() {
   EndOfTrace(std::max(now_, end_));
   stats_->end_ns = now_;
   // Scheduling came from the kernel where its records are in the log, and
-  // also where the process had the kernel's events open but the kernel had
-  // nothing to say (a run of a few ms that never left its CPU: the model's
-  // timeline is then the kernel's, and the summary said "inferred").
+  // also where the process had the kernel's events open, read them at its
+  // end, and the kernel had nothing to say (a run of a few ms that never
+  // left its CPU: the model's timeline is then the kernel's, and the
+  // summary said "inferred"). A killed process never read them at its end.
   for (size_t f = 0; f < kernel_.size(); ++f)
-    stats_->kernel_processes += kernel_[f] || meta_[f].sched == "kernel" ? 1 : 0;
+    stats_->kernel_processes += kernel_[f] || (meta_[f].sched == "kernel" && meta_[f].ended) ? 1 : 0;
   WriteMeta();
   if (checker_) {
     std::string e = checker_->Finish();
@@ -744,6 +746,7 @@ void Replay::OnRecord(uint32_t s, const Record& r) {
         stats_->dropped_records += e.dropped_records;
         meta_[st.file].dropped += e.dropped_records;
       }
+      meta_[st.file].ended = true;
       end_ = std::max(end_, r.ts);
       return;
     }
