@@ -40,7 +40,9 @@ struct DwOptions {
   // means decompressing megabytes of it (tens of milliseconds for libc
   // alone), which the exit-time encode of a short program cannot afford.
   // Modules with DWARF in the file itself and modules outside the system
-  // directories are always symbolized from their DWARF.
+  // directories are always symbolized from their DWARF, but for the
+  // tracer's own library (DT_SONAME libgotrace.so), always named from its
+  // symbol table.
   bool system_dwarf = true;
   // Per module, the first this many names taken from the symbol table come
   // from one pass over the table each; then the table is sorted once. A
@@ -70,8 +72,9 @@ bool IsSystemLibraryPath(const std::string& resolved);
 
 // The per-module policy: whether the symbolizer reads DWARF (its own or a
 // separate debug file's) for the ELF file at `path` (resolved here), given
-// `options`. False only for a system library without .debug_info of its own
-// when options.system_dwarf is false.
+// `options`. False for the tracer's own library (named from its symbol
+// table in every mode: its frames need no line), and for a system library
+// without .debug_info of its own when options.system_dwarf is false.
 bool UsesDwarf(const std::string& path, const DwOptions& options);
 
 }  // namespace gotrace
