@@ -1742,6 +1742,13 @@ __attribute__((constructor(101))) void Init() {
   ReadConfig(&g.config);
   if (!g.config.enabled) {
     g.phase.store(Phase::kDisabled);
+    // Still the parent's lookups before its first fork: the interposers
+    // pass through to functions looked up at their first call, and one a
+    // fork child calls first (its _exit, an execve) was looked up with dlsym
+    // in every child and lost with it, its symbol tables read in anew: a
+    // fork loop ran 1.20x with the library disabled against 1.08x with an
+    // empty one.
+    pthread_atfork(BeforeFork, nullptr, nullptr);
     return;
   }
   sys::InitClock();
