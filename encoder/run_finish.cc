@@ -267,19 +267,19 @@ RunEncoder g_encoder;
 
 const EncodeOptions& RunOptions(const GotraceFinishRequest& req) {
   std::call_once(g_encoder.made, [&] {
-  DwOptions dw;
-  dw.offline = true;  // no network in a run's tail (debuginfod: gotrace encode)
-  // As the exit-time encode (encoder/encode_capi.cc): system libraries'
-  // separate DWARF only with GOTRACE_SYMBOLS=full.
-  const char* symbols = std::getenv("GOTRACE_SYMBOLS");
-  dw.system_dwarf = symbols != nullptr && std::strcmp(symbols, "full") == 0;
-  EncodeOptions& opts = g_encoder.opts;
-  opts.model.block_threshold_ns = req.block_threshold_ns;
-  opts.model.check = CheckEventsByDefault();
-  opts.strict = false;  // a killed process's log is incomplete; damage is skipped and said
-  opts.output_mode = OutputMode::kUnique;
-  opts.file_mode = 0600;
-  opts.symbolizer = SharedSymbolizerFactory(dw);
+    DwOptions dw;
+    dw.offline = true;  // no network in a run's tail (debuginfod: gotrace encode)
+    // As the exit-time encode (encoder/encode_capi.cc): system libraries'
+    // separate DWARF only with GOTRACE_SYMBOLS=full.
+    const char* symbols = std::getenv("GOTRACE_SYMBOLS");
+    dw.system_dwarf = symbols != nullptr && std::strcmp(symbols, "full") == 0;
+    EncodeOptions& opts = g_encoder.opts;
+    opts.model.block_threshold_ns = req.block_threshold_ns;
+    opts.model.check = CheckEventsByDefault();
+    opts.strict = false;  // a killed process's log is incomplete; damage is skipped and said
+    opts.output_mode = OutputMode::kUnique;
+    opts.file_mode = 0600;
+    opts.symbolizer = SharedSymbolizerFactory(dw);
   });
   return g_encoder.opts;
 }
