@@ -155,8 +155,9 @@ bool EnsureDepotSlow() {
   }
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  // The unwinder's row cache (kept across forks: the child has the same
-  // code); without it walks still work, decoding every frame anew.
+  // The unwinder's row cache (a fork child starts with it empty: it is
+  // fork-fresh memory); without it walks still work, decoding every frame
+  // anew.
   (void)unwind::UnwindInit();
   const bool ok = g_depot.Init(size_t{1} << 20, size_t{64} << 20);
   g_depot_state.store(ok ? kDepotReady : kDepotFailed, std::memory_order_release);
