@@ -1607,9 +1607,7 @@ void AtExit() { Finalize(false); }
 // with it, and cost a shell three page faults of libc's symbol tables and
 // the lookups per command; made once here, every child has them.
 void BeforeFork() {
-  // Read first: after the first fork the page is the child's too, and a
-  // store on every fork was a copy-on-write fault on every fork.
-  if (!g.made_child.load(std::memory_order_relaxed)) g.made_child.store(true, std::memory_order_relaxed);
+  NoteMadeChild();
   if (g.forked_once) return;
   g.forked_once = true;
   TracerScope tracer;
@@ -1740,15 +1738,15 @@ __attribute__((constructor(101))) void Init() {
     sys::g_log_fd = -1;
   }  // else (a descriptor limit under 514): stderr itself
   ReadConfig(&g.config);
+  // Before any way out of here (disabled, or tracing off for want of
+  // something): the interposers pass through to functions looked up at
+  // their first call whatever happens, and one a fork child calls first
+  // (its _exit, an execve) was looked up in every child and lost with it,
+  // its symbol tables read in anew (a fork loop ran 1.20x with the library
+  // disabled against 1.08x with an empty one). BeforeFork looks them up once.
+  pthread_atfork(BeforeFork, nullptr, nullptr);
   if (!g.config.enabled) {
     g.phase.store(Phase::kDisabled);
-    // Still the parent's lookups before its first fork: the interposers
-    // pass through to functions looked up at their first call, and one a
-    // fork child calls first (its _exit, an execve) was looked up with dlsym
-    // in every child and lost with it, its symbol tables read in anew: a
-    // fork loop ran 1.20x with the library disabled against 1.08x with an
-    // empty one.
-    pthread_atfork(BeforeFork, nullptr, nullptr);
     return;
   }
   sys::InitClock();
@@ -1821,7 +1819,7 @@ __attribute__((constructor(101))) void Init() {
   // at_quick_exit handlers and static destructors (H26).
   atexit(AtExit);
   at_quick_exit(AtExit);
-  pthread_atfork(BeforeFork, nullptr, AtForkChild);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
   if (g.config.crash) InstallCrashHandlers();
   // No flusher yet: it starts with the program's second thread
   // (MaybeStartFlusher).
@@ -2026,7 +2024,11 @@ void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t
   AppendJournal(entry, log::BuildQuietEntry(entry, sizeof entry, h, nullptr, exe, argv, argc));
 }
 
-void NoteMadeChild() { g.made_child.store(true, std::memory_order_relaxed); }
+void NoteMadeChild() {
+  // Read first: after the first fork the page is the child's too, and a
+  // store on every fork was a copy-on-write fault on every fork.
+  if (!g.made_child.load(std::memory_order_relaxed)) g.made_child.store(true, std::memory_order_relaxed);
+}
 
 uint32_t NextImage(int pid) { return pid == g.pid ? g.image + 1 : 0; }
 
