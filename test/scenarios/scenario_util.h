@@ -28,6 +28,15 @@ inline std::string Scenario(const std::string& name) {
 }
 inline std::string PreloadLib() { return std::string(GOTRACE_BUILD_DIR) + "/libgotrace.so"; }
 
+// Whether the traced program's stderr says the kernel's events were refused
+// here (perf_event_paranoid, a seccomp filter): then a test of what they
+// give warns and ends (`if (PerfDenied(r.err)) return;`).
+inline bool PerfDenied(const std::string& err) {
+  if (err.find("exact scheduling is off") == std::string::npos) return false;
+  WARN("perf_event_open is not allowed here: " << err);
+  return true;
+}
+
 // Files in dir whose names end with suffix.
 inline std::vector<std::string> FilesEnding(const std::string& dir, const std::string& suffix) {
   std::vector<std::string> out;

@@ -90,10 +90,7 @@ TEST_CASE("scheduling from the kernel: each thread's running time within 5% of t
   TempDir dir;
   ScenarioRun s = RunOnce(dir, {"GOTRACE_SCHED=kernel"});
   INFO(s.traced.err);
-  if (s.traced.err.find("exact scheduling is off") != std::string::npos) {
-    WARN("perf_event_open is not allowed here: " << s.traced.err);
-    return;
-  }
+  if (PerfDenied(s.traced.err)) return;
   CHECK_THAT(s.traced.err, Catch::Contains("scheduling from the kernel"));
   const auto truth = KernelCounts(s.traced.out);
   REQUIRE(truth.size() == 6);
@@ -160,10 +157,7 @@ TEST_CASE("default scheduling: a program that only computes has its CPU samples"
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK_THAT(r.out, Catch::Contains("spun 300 ms: ok"));
-  if (r.err.find("exact scheduling is off") != std::string::npos) {
-    WARN("perf_event_open is not allowed here: " << r.err);
-    return;
-  }
+  if (PerfDenied(r.err)) return;
   CHECK_THAT(r.err, Catch::Contains("scheduling from the kernel"));
   const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
   INFO(t.error);
@@ -187,10 +181,7 @@ TEST_CASE("a one-thread program that stops making recorded calls loses no CPU sa
   const ProcResult r = RunProcess({Scenario("cpu_spin"), "1500", "--io", "50"}, o);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
-  if (r.err.find("exact scheduling is off") != std::string::npos) {
-    WARN("perf_event_open is not allowed here: " << r.err);
-    return;
-  }
+  if (PerfDenied(r.err)) return;
   CHECK_THAT(r.err, !Catch::Contains("overflowed"));
   const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
   INFO(t.error);
@@ -207,10 +198,7 @@ TEST_CASE("a kernel ring still full at the end is said, in the summary and the r
   const ProcResult r = RunProcess({Scenario("cpu_spin"), "1000", "--pin", "--silent"}, o);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
-  if (r.err.find("exact scheduling is off") != std::string::npos) {
-    WARN("perf_event_open is not allowed here: " << r.err);
-    return;
-  }
+  if (PerfDenied(r.err)) return;
   CHECK_THAT(r.err, Catch::Contains("the kernel's ring buffers overflowed"));
   CHECK_THAT(r.err, Catch::Contains("still full at the end"));
   CHECK_THAT(r.err, Catch::Contains("GOTRACE_CPU_HZ"));
