@@ -69,8 +69,9 @@ __attribute__((visibility("default"))) int gotrace_finish_run_v1(const GotraceFi
 // While the program runs (issue 18: a long job's logs all waited for its
 // end, in memory): once the logs of processes of the run that have ended
 // (complete and closed) add up to GOTRACE_ENCODE_AHEAD MiB (default 64),
-// encodes and removes them, on the calling thread, until *stop is nonzero (read atomically; `wake_fd`, an eventfd or -1,
-// becomes readable when it is set). What it did is the next
+// encodes and removes them, on the calling thread, until *stop is nonzero
+// (read atomically; `wake_fd`, an eventfd or -1, becomes readable when it
+// is set). What it did is the next
 // gotrace_finish_run_v1's, in the same process: same traces, same index.
 // `req` as for gotrace_finish_run_v1, without root_status and end_ns; it
 // must stay valid until this returns.

@@ -40,7 +40,8 @@ gotrace::AheadFn ResolveAhead(const char* lib) {
 
 int FinishWithEncoder(const GotraceFinishRequest& req, const char* lib) {
   const std::string enc = EncoderPath(lib);
-  void* h = g_encoder.load() != nullptr ? g_encoder.load() : dlopen(enc.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* h = g_encoder.load();
+  if (h == nullptr) h = dlopen(enc.c_str(), RTLD_NOW | RTLD_LOCAL);
   using Fn = int (*)(const GotraceFinishRequest*);
   Fn fn = h != nullptr ? reinterpret_cast<Fn>(dlsym(h, "gotrace_finish_run_v1")) : nullptr;
   if (fn == nullptr) {
