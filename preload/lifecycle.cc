@@ -398,8 +398,23 @@ void ExecPath(char* buf, size_t n) {
   if (fn != nullptr) l.Str(fn);
 }
 
-// This image's command in the learn table (preload/learn.h).
-uint64_t OwnLearnKey(const char* exe) { return log::LearnKey(g.cwd, exe, g.argv); }
+// This image's command in the learn table (preload/learn.h): the key the
+// exec that started it looked up, made from every argument, before main
+// could rewrite them (NoteOwnCommand).
+uint64_t OwnLearnKey(const char* exe) {
+  return g.learn_key != 0 ? g.learn_key : log::LearnKey(g.cwd, exe, nullptr);
+}
+
+}  // namespace
+
+void NoteOwnCommand(char* const* argv) {
+  if (g.config.learn_path[0] == '\0' || g.forked_image) return;
+  char exe[kExecPathMax];
+  ExecPath(exe, sizeof exe);
+  g.learn_key = log::LearnKey(g.cwd, exe, argv);
+}
+
+namespace {
 
 // Appends one entry to the run's journal. The launcher made the journal;
 // gone, it read it already (this process outlived the run): nothing to say.

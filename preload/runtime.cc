@@ -1295,11 +1295,47 @@ void ArmThreadEnd() {
 }
 
 
-void RecordProcessInfo(int argc, char** argv) {
-  if (g.argv == nullptr) {  // kept for the logs of trace windows (issue 16)
-    g.argc = argc;
-    g.argv = argv;
+// Main's arguments as they were before main ran. Programs rewrite theirs:
+// perf's option parser moves them and ends the array early (argv[argc]
+// NULL at a smaller argc), setproctitle writes over the strings. A staged
+// log's process record, the journal entry at a quiet end and a trace
+// window's new log (issue 16) are written later, from this copy. Cut as
+// the process record cuts them: 64 arguments, 4096 bytes.
+namespace {
+constexpr size_t kArgMax = 64;
+constexpr size_t kArgBytes = log::ChunkWriter::kMaxArgvBytes;
+char g_arg_bytes[kArgBytes + kArgMax];  // the strings, each ended by a NUL
+char* g_arg_ptrs[kArgMax + 1];          // into g_arg_bytes, ended by nullptr
+}  // namespace
+
+int internal::SnapshotArgs(int argc, char** argv) {
+  size_t used = 0;
+  int n = 0;
+  for (; n < argc && static_cast<size_t>(n) < kArgMax && argv[n] != nullptr; ++n) {
+    size_t len = std::strlen(argv[n]);
+    if (used + len > kArgBytes) {
+      if (used == kArgBytes) break;
+      len = kArgBytes - used;  // the last one that fits, cut
+    }
+    g_arg_ptrs[n] = g_arg_bytes + used + static_cast<size_t>(n);
+    std::memcpy(g_arg_ptrs[n], argv[n], len);
+    g_arg_ptrs[n][len] = '\0';
+    used += len;
   }
+  g_arg_ptrs[n] = nullptr;
+  return n;
+}
+
+void RecordProcessInfo(int argc, char** argv) {
+  const Phase phase = g.phase.load(std::memory_order_acquire);
+  if (phase != Phase::kReady && phase != Phase::kPaused) return;
+  if (g.argv == nullptr && argv != nullptr && argc >= 0) {
+    NoteOwnCommand(argv);  // the learn table's key, from all of them
+    g.argc = internal::SnapshotArgs(argc, argv);
+    g.argv = g_arg_ptrs;
+  }
+  argc = g.argc;
+  argv = g.argv;
   // Staged: written when the log is made, if ever (WriteProcessInfo): a
   // quiet process's journal entry says who it was without it, and
   // /proc/self/exe's first reading costs a new process 15 to 25 us.

@@ -174,8 +174,11 @@ struct Globals {
   // or it would keep a process whose main thread called pthread_exit alive.
   std::atomic<int> app_threads{1};
   std::atomic<uintptr_t> main_pc{0};
-  int argc = 0;             // main's arguments (RecordProcessInfo)
+  int argc = 0;             // main's arguments, a copy (RecordProcessInfo)
   char** argv = nullptr;
+  // This image's command in the run's learn table (preload/learn.h), from
+  // main's arguments before main ran; 0: not known (NoteOwnCommand).
+  uint64_t learn_key = 0;
   // Trace windows opened so far (issue 16): window n writes OUT.w<n>.
   uint32_t window = 0;
   // A fork child whose log is not started yet (lifecycle.cc, AtForkChild):
@@ -477,6 +480,8 @@ int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name);
 void RegisterMainThread();
 // Who this process is (its command line, for run indexes): kProcessInfo.
 void RecordProcessInfo(int argc, char** argv);
+// Sets g.learn_key from main's arguments (deferred mode, an exec'd image).
+void NoteOwnCommand(char* const* argv);
 // How this image is ending, in wait(2) form (or log::kExitExec), for the
 // final flush's kExitStatus. The first one set wins.
 inline constexpr uint64_t kExitKnown = uint64_t{1} << 40;

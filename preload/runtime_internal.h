@@ -143,5 +143,8 @@ const char* ExePath();
 // The process record (kProcessInfo) now; `wait`: for the process lock (else
 // only if it is free: skipped if this thread holds it).
 void WriteProcessInfo(int argc, char** argv, bool wait);
+// Copies main's arguments (RecordProcessInfo's copy, cut at 64 arguments and
+// 4096 bytes); returns how many were kept.
+int SnapshotArgs(int argc, char** argv);
 
 }  // namespace gotrace::internal

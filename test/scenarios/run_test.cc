@@ -487,6 +487,36 @@ TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that 
                                       "/staged_late.c\""));
 }
 
+TEST_CASE("staging: a program that rewrites its arguments in main is listed with the ones it was given",
+          "[run][staging]") {
+  // perf record crashed under tracewrap: its staged log was made at its
+  // first pthread_create, from argv as main had left it (argv[1] NULL).
+  TempDir dir;
+  const std::string prog = Scenario("argv_rewrite");
+  const std::string script = prog + " thread one two\n" + prog + " quiet three four\n" + prog +
+                             " quiet three four\n" + prog + " quiet three four\n";
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("a.trace")}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "done\ndone\ndone\ndone\n");
+  const std::string index = Slurp(dir.File("a.trace.index.json"));
+  INFO(index);
+  CHECK(index.find("rewritten") == std::string::npos);
+  const std::string traced = IndexEntry(index, prog);
+  CHECK_THAT(traced, Catch::Contains("[\"" + prog + "\", \"thread\", \"one\", \"two\"]") &&
+                         Catch::Contains("\"quiet\": false"));
+  // Quiet twice: the third run is not traced. The key the exec looked up
+  // is the one the process noted, made from the arguments it was given.
+  CHECK(Occurrences(index, "[\"" + prog + "\", \"quiet\", \"three\", \"four\"]") == 3);
+  CHECK_THAT(index, Catch::Contains("\"quiet\": 2,") && Catch::Contains("\"not_traced\": 1,"));
+  const size_t t = traced.find("\"trace\": \"");
+  REQUIRE(t != std::string::npos);
+  const ParsedTrace p = ParseWithGo(dir.File(traced.substr(t + 10, traced.find('"', t + 10) - t - 10)));
+  INFO(p.error);
+  REQUIRE(p.ok);
+  CHECK(p.Count("GoSleep") == 1);
+}
+
 TEST_CASE("staging: a process killed while it waits on a pipe is recovered from its log", "[run][staging]") {
   TempDir dir;
   // cat waits on a pipe that stays empty: before it blocks, it makes its
