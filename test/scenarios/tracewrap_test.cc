@@ -301,6 +301,23 @@ TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") 
   CHECK_THAT(a.out, Catch::StartsWith("sh -c "));
 }
 
+TEST_CASE("tracewrap: ldd lists the libraries it lists untraced", "[tracewrap]") {
+  // ldd runs the loader with LD_TRACE_LOADED_OBJECTS set, and the loader
+  // prints every object it maps: our library was one of them.
+  TempDir dir;
+  // The objects' names, without their load addresses (random).
+  const std::string cmd = "ldd /bin/true | sed 's/ (0x[0-9a-f]*)//'; "
+                          "LD_TRACE_LOADED_OBJECTS=1 /bin/sh -c 'exec /bin/true' | sed 's/ (0x[0-9a-f]*)//'";
+  const ProcResult plain = RunProcess({"/bin/bash", "-c", cmd});
+  REQUIRE(plain.Exited(0));
+  REQUIRE(plain.out.find("libc.so") != std::string::npos);
+  const ProcResult r = Wrap({"-q", "-o", dir.File("l.trace"), "--", "/bin/bash", "-c", cmd}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == plain.out);
+  CHECK(r.out.find("libgotrace") == std::string::npos);
+}
+
 TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
   TempDir dir;
   for (const char* h : {"-h", "--help"}) {
