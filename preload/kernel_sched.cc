@@ -331,8 +331,8 @@ bool DrainRings(bool final, bool all) {
   }
   // Each ring is in time order: merge them. (Static, under the lock: 9 KiB
   // of stack would cost page faults in every process.)
-  static uint64_t next[kMaxCpus];
-  static bool have[kMaxCpus];
+  GT_LARGE_BSS static uint64_t next[kMaxCpus];
+  GT_LARGE_BSS static bool have[kMaxCpus];
   for (int i = 0; i < g_nrings; ++i) have[i] = PeekTime(g_rings[i], &next[i]);
   for (;;) {
     int best = -1;

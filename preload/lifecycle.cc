@@ -84,10 +84,10 @@ constexpr int kTermSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE,
                                 SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU};
 constexpr int kMaxSignal = 65;
 
-char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
+GT_LARGE_BSS char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
 bool g_gotrace_searched = false;  // looked for when first needed (a crash)
 void FindGotraceBinary();
-struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
+GT_LARGE_BSS struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
 // A fault the program's own handler is handling: the signal, the thread and
 // our handler's frame (a frame deeper on that stack is inside the handler).

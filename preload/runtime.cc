@@ -709,7 +709,7 @@ void AppendClockSync(log::ChunkWriter* w, uint32_t cpu) {
 // readlink of /proc is a path walk (issue 18). Async-signal-safe; two
 // threads racing to fill it write the same bytes.
 const char* ExePath() {
-  static char exe[1024];
+  GT_LARGE_BSS static char exe[1024];
   static std::atomic<bool> known{false};
   if (!known.load(std::memory_order_acquire)) {
     const long n = sys::Readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -1304,7 +1304,7 @@ void ArmThreadEnd() {
 namespace {
 constexpr size_t kArgMax = 64;
 constexpr size_t kArgBytes = log::ChunkWriter::kMaxArgvBytes;
-char g_arg_bytes[kArgBytes + kArgMax];  // the strings, each ended by a NUL
+GT_LARGE_BSS char g_arg_bytes[kArgBytes + kArgMax];  // the strings, each ended by a NUL
 char* g_arg_ptrs[kArgMax + 1];          // into g_arg_bytes, ended by nullptr
 }  // namespace
 
@@ -1351,7 +1351,7 @@ void internal::WriteProcessInfo(int argc, char** argv, bool wait) {
   TracerScope tracer;
   ErrnoGuard errno_guard;
   const char* exe = ExePath();
-  static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
+  GT_LARGE_BSS static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
   std::optional<ProcLock> lock;
   if (wait) {
     lock.emplace();

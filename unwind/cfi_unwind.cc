@@ -35,7 +35,7 @@ struct Lookup {
 // table, then .eh_frame; at most 2 MiB), about 2 us plus a little per page.
 // Once per object per process (the objects seen: a fixed set, lock-free; a
 // process with more objects than that maps the others in by faults).
-std::atomic<uintptr_t> g_tables_mapped[128];
+GT_LARGE_BSS std::atomic<uintptr_t> g_tables_mapped[128];
 
 void MapInTables(const CodeModule& m) {
   const uintptr_t hdr = m.eh_frame_hdr;

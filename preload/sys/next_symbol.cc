@@ -30,7 +30,7 @@ struct Object {
 };
 
 constexpr int kMaxObjects = 128;
-Object g_objects[kMaxObjects];
+GT_LARGE_BSS Object g_objects[kMaxObjects];
 int g_nobjects = 0;
 // 0: not recorded yet, 1: being recorded, 2: recorded.
 std::atomic<int> g_state{0};

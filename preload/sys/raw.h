@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-// The tracer's large zero-initialised tables (tens of KiB to a MiB, each
+// The tracer's large zero-initialised tables (a KiB to a MiB, each
 // touched a page at a time, many pages never) go after all other .bss
 // (.lbss follows .bss in the linker's default layout; it is NOBITS like
 // .bss). Problem (issue 18): interleaved with them, the few hundred bytes
