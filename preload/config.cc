@@ -132,12 +132,8 @@ void ReadConfig(Config* c) {
   }
   if ((v = Var("CPU_HZ")) && *v) {
     uint64_t hz;
-    if (sys::ParseU64(v, &hz) && hz <= 100000) {
-      c->cpu_hz = static_cast<uint32_t>(hz);
-      c->cpu_pause = false;
-    } else {
-      Invalid("GOTRACE_CPU_HZ", v, "samples per second, 0 to 100000 (0: none)");
-    }
+    if (sys::ParseU64(v, &hz) && hz <= 100000) c->cpu_hz = static_cast<uint32_t>(hz);
+    else Invalid("GOTRACE_CPU_HZ", v, "samples per second, 0 to 100000 (0: none)");
   }
   if ((v = Var("MAX_MB")) && *v) {
     uint64_t mb;

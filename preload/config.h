@@ -66,10 +66,6 @@ struct Config {
   uint32_t max_mb = 1024;                // the event log's size limit (0: none)
   SchedMode sched = SchedMode::kAuto;
   uint32_t cpu_hz = 100;                 // CPU samples per second of CPU time (0: none), as Go's pprof
-  // The default rate pauses while a process switches so often that the
-  // sampling timer would cost more than it shows (kernel_sched.h); a rate
-  // the user set (GOTRACE_CPU_HZ) samples throughout.
-  bool cpu_pause = true;
   uint64_t block_threshold_ns = 20'000;  // passed to the encoder
   // Issue 16: GOTRACE_START=paused records nothing until `gotrace ctl PID
   // start` opens a window; GOTRACE_CTL=1 gives a process that records from

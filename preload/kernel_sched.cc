@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,35 +85,6 @@ bool g_upgrade_tried = false;  // UseStackCopies, once per image
 uint64_t g_max_record = 0;
 // Room for one record that wraps around the end of its ring.
 GT_LARGE_BSS alignas(8) uint8_t g_scratch[65536 + 64];
-
-// Problem: a CPU-clock sampling event makes the kernel stop its timer when
-// a thread leaves its CPU and start it when the thread comes back, and on a
-// VM a timer write traps to the hypervisor. A process that switches often
-// paid for that more than for everything else gotrace does: Python threads
-// passing the GIL (bench-e2e's pywrap) ran 1.16x untraced with sampling at
-// 100 Hz and 1.01x without it, a C loop of fork and waitpid 1.28x against
-// 1.19x (the switch records themselves cost little). A thread that
-// switches every few hundred microseconds gets few samples anyway (a
-// sample every 10 ms of CPU time).
-// Choice: at the default rate (Config::cpu_pause), two events per CPU: a
-// dummy event with the switch records, whose ring they share, and the
-// sampling event, its output sent to that ring (PERF_EVENT_IOC_SET_OUTPUT);
-// the sampling event is kept open, so that the periodic read can switch it
-// off while the process's threads leave their CPUs to wait (a preemption
-// does not count: a thread that computes is preempted, and its samples are
-// what sampling is for) more than kPauseAbove times per second of its CPU
-// time, and on again below kResumeBelow. The switch records never stop. A rate the user asked for samples throughout (one event per CPU, as
-// before), and so does a kernel that refuses the redirection.
-constexpr uint64_t kPauseAbove = 2000;   // switches per CPU-second: pause
-constexpr uint64_t kResumeBelow = 500;   // ... resume
-constexpr uint64_t kPauseEveryNs = 100'000'000;  // decided at most every 100 ms
-GT_LARGE_BSS int g_sampler_fds[kMaxCpus];  // the sampling events, when pausable
-int g_nsamplers = 0;
-bool g_sampling = true;
-uint64_t g_switch_outs = 0;     // waits since the last decision (under g_lock)
-uint64_t g_decided_ns = 0;      // when, and the process's CPU time then
-uint64_t g_decided_cpu_ns = 0;
-std::atomic<uint32_t> g_pauses{0};  // how often sampling paused (Paused())
 
 long PerfEventOpen(perf_event_attr* attr, int pid, int cpu, int group, unsigned long flags) {
   return sys::Syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), pid, cpu, group,
@@ -222,7 +192,6 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
       uint64_t flags = 0;
       if (h.misc & PERF_RECORD_MISC_SWITCH_OUT) flags |= log::kSwitchOut;
       if (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) flags |= log::kSwitchPreempt;
-      if (flags == log::kSwitchOut) ++g_switch_outs;  // it waits: MaybePause
       if (!Room(s, log::kMaxFixedRecordBytes, final)) return;
       s->w.Switch(ts, cpu, tid, flags);
       break;
@@ -286,80 +255,12 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
   s->w.PublishSize();
 }
 
-void CloseSamplers() {
-  for (int i = 0; i < g_nsamplers; ++i) {
-    if (g_sampler_fds[i] >= 0) sys::Close(g_sampler_fds[i]);
-  }
-  g_nsamplers = 0;
-}
-
 void CloseAll() {
   for (int i = 0; i < g_nrings; ++i) {
     if (g_rings[i].base != nullptr) sys::Munmap(g_rings[i].base, g_rings[i].map_len);
     g_rings[i] = Ring{};
   }
   g_nrings = 0;
-  CloseSamplers();
-}
-
-uint64_t ProcessCpuNs() {
-  timespec ts{};
-  sys::Syscall6(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, reinterpret_cast<long>(&ts));
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Turns the sampling events on or off (their inherited copies in every
-// thread with them). A descriptor the program closed or replaced since is
-// left alone: only an anonymous inode (a perf event's) takes the request.
-void SetSampling(bool on) {
-  for (int i = 0; i < g_nsamplers; ++i) {
-    struct stat st;
-    if (sys::Syscall6(SYS_fstat, g_sampler_fds[i], reinterpret_cast<long>(&st)) != 0 ||
-        (st.st_mode & S_IFMT) != 0) {
-      continue;
-    }
-    sys::Syscall6(SYS_ioctl, g_sampler_fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
-  }
-  g_sampling = on;
-  if (!on) g_pauses.fetch_add(1, std::memory_order_relaxed);
-}
-
-// At the last read, if sampling paused: the trace says so (the process's
-// scheduling note, which `gotrace report` prints), so that a CPU profile
-// with few samples is not taken for one of a process that did not compute.
-void SayPauses(SlotStream* s) {
-  const uint32_t n = g_pauses.load(std::memory_order_relaxed);
-  if (n == 0 || g_nsamplers == 0) return;
-  char why[160];
-  sys::Line l(why, sizeof why);
-  l.Str("CPU samples paused ").U64(n).Str(n == 1 ? " time" : " times")
-      .Str(": threads waited more than ").U64(kPauseAbove)
-      .Str(" times per CPU-second; GOTRACE_CPU_HZ keeps them");
-  const size_t len = sys::StrLen(why);
-  if (!Room(s, log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(len)), true)) return;
-  s->w.SchedInfo(sys::MonotonicNs(), 0, log::kSchedKernel, g.config.cpu_hz, std::string_view(why, len));
-  s->w.PublishSize();
-  g_pauses.store(0, std::memory_order_relaxed);
-}
-
-// At a periodic read (under g_lock): the process's switches per second of
-// its CPU time since the last decision, at least kPauseEveryNs ago.
-void MaybePause() {
-  if (g_nsamplers == 0) return;
-  const uint64_t now = sys::MonotonicNs();
-  if (now - g_decided_ns < kPauseEveryNs) return;
-  const uint64_t cpu = ProcessCpuNs();
-  const uint64_t used = cpu > g_decided_cpu_ns ? cpu - g_decided_cpu_ns : 1;
-  const uint64_t switches = g_switch_outs;
-  g_decided_ns = now;
-  g_decided_cpu_ns = cpu;
-  g_switch_outs = 0;
-  // switches / (used / 1e9) against the thresholds, without division.
-  if (g_sampling && switches * 1'000'000'000ull > kPauseAbove * used) {
-    SetSampling(false);
-  } else if (!g_sampling && switches * 1'000'000'000ull < kResumeBelow * used) {
-    SetSampling(true);
-  }
 }
 
 // Maps the ring of event `fd`: data pages shrink until the locked-memory
@@ -464,8 +365,6 @@ bool DrainRings(bool final, bool all) {
   }
   for (int i = 0; i < g_nrings; ++i)
     __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
-  if (!final) MaybePause();
-  if (final) SayPauses(s);
   g_lock.clear(std::memory_order_release);
   return true;
 }
@@ -477,28 +376,6 @@ bool CopiesAllowed(const Config& config) {
          config.unwind != UnwindMode::kNone && unwind::CfiSupported();
 }
 
-// Opens CPU c's sampling event with its output in the ring of `ring_fd`,
-// and keeps its descriptor (high, close-on-exec) to pause it.
-bool OpenSampler(perf_event_attr* a, int c, int ring_fd) {
-  perf_event_attr s = *a;
-  s.context_switch = 0;  // the ring's event writes them
-  const long fd = PerfEventOpen(&s, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0) return false;
-  if (sys::Syscall6(SYS_ioctl, fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) != 0) {
-    sys::Close(static_cast<int>(fd));
-    return false;
-  }
-  // Out of the program's way, beside the log's (H27).
-  long kept = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 514);
-  if (kept >= 0) {
-    sys::Close(static_cast<int>(fd));
-  } else {
-    kept = fd;
-  }
-  g_sampler_fds[g_nsamplers++] = static_cast<int>(kept);
-  return true;
-}
-
 }  // namespace
 
 bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
@@ -507,8 +384,6 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   CloseAll();
   g_active.store(false, std::memory_order_release);
   g_pid = sys::GetPid();
-  g_sampling = true;
-  g_switch_outs = 0;
   perf_event_attr a;
   std::memset(&a, 0, sizeof a);
   a.size = sizeof a;
@@ -561,22 +436,9 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
     while (need < 128 && static_cast<uint64_t>(need) * 4096 < want) need *= 2;
     if (need > pages) pages = need;
   }
-  // Pausable sampling (g_sampler_fds above): the ring's event is a dummy
-  // one with the switch records; the same sample_type, so that every
-  // record's sample_id trailer reads alike.
-  const bool pausable = config.cpu_hz > 0 && config.cpu_pause;
-  auto ring_attr = [&a, pausable]() {
-    perf_event_attr r = a;
-    if (pausable) {
-      r.config = PERF_COUNT_SW_DUMMY;
-      r.sample_period = 0;
-    }
-    return r;
-  };
   bool retried = false;
   for (int c = 0; c < ncpus; ++c) {
-    perf_event_attr ra = ring_attr();
-    long fd = PerfEventOpen(&ra, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+    long fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd == -EINVAL && c == 0 && !retried) {
       // An older kernel: without inherit_thread (fork children then report
       // into our rings and are told apart by pid), the kernel's call chains
@@ -584,8 +446,7 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
       retried = true;
       a.inherit_thread = 0;
       if (config.cpu_hz > 0) chains(0);
-      ra = ring_attr();
-      fd = PerfEventOpen(&ra, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+      fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
     }
     if (fd == -ENODEV || fd == -ENXIO) continue;  // an offline CPU
     if (fd < 0) {
@@ -609,16 +470,6 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
     Ring& r = g_rings[g_nrings];
     const int merr = MapRing(static_cast<int>(fd), pages, &r);
     r.cpu = static_cast<uint32_t>(c);
-    if (merr == 0 && pausable && !OpenSampler(&a, c, static_cast<int>(fd))) {
-      // Refused (a kernel without the redirection, or no descriptor): one
-      // event per CPU, sampling throughout.
-      sys::Close(static_cast<int>(fd));
-      ++g_nrings;
-      CloseAll();
-      Config always = config;
-      always.cpu_pause = false;
-      return Open(always, stack_copies, why, err);
-    }
     sys::Close(static_cast<int>(fd));  // the mapping keeps the event
     if (merr != 0) {
       *err = merr;
@@ -646,9 +497,6 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   // dyn_size).
   const uint64_t chain = a.sample_max_stack != 0 ? a.sample_max_stack : 127;
   g_sample_type = a.sample_type;
-  // The first look at the switch rate, kPauseEveryNs from now.
-  g_decided_ns = sys::MonotonicNs();
-  g_decided_cpu_ns = g_nsamplers > 0 ? ProcessCpuNs() : 0;
   g_max_record = config.cpu_hz == 0 ? sizeof(perf_event_header) + kSampleIdBytes
                  : (a.sample_type & PERF_SAMPLE_STACK_USER)
                      ? kCopyRecordBytes
@@ -680,10 +528,6 @@ void ForgetForChild() {
   // The rings are not mapped in the child (MADV_DONTFORK): forget them.
   for (int i = 0; i < g_nrings; ++i) g_rings[i] = Ring{};
   g_nrings = 0;
-  // The parent's sampling events: closed, or they would stay open as long
-  // as a child that never execs.
-  CloseSamplers();
-  g_pauses.store(0, std::memory_order_relaxed);
   g_upgrade_tried = false;
   g_active.store(false, std::memory_order_release);
   g_lock.clear(std::memory_order_release);  // a drain may have been running in the parent

@@ -21,14 +21,8 @@
 // after mapping their rings (the mapping keeps each event alive), so the
 // program sees no descriptor of ours. Fork children get events of their own
 // (inherit_thread: a fork does not inherit; the rings are MADV_DONTFORK).
-// With a rate the user set, one event per CPU does both jobs: a CPU-clock
-// sampling event (or, with GOTRACE_CPU_HZ=0, a dummy event) with
-// context_switch set. At the default rate, two: a dummy event with the
-// switch records and the ring, and the sampling event writing into that
-// ring, kept open so that sampling can pause while the process's threads
-// wait more than 2,000 times per second of its CPU time (the timer's stop
-// and start at every switch cost such a process more than anything else
-// gotrace does; kernel_sched.cc says how much).
+// One event per CPU does both jobs: a CPU-clock sampling event (or, with
+// GOTRACE_CPU_HZ=0, a dummy event) with context_switch set.
 //
 // Times: CLOCK_MONOTONIC (use_clockid), the clock the log's kClockSync pairs
 // tie the tick counter to; the kernel stream's chunks carry kChunkNsTime.

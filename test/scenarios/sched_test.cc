@@ -166,45 +166,6 @@ TEST_CASE("default scheduling: a program that only computes has its CPU samples"
   CHECK_THAT(r.err, !Catch::Contains("overflowed"));
 }
 
-// The default rate pauses while threads wait so often that the sampling
-// timer, stopped and started at every switch, costs more than the samples
-// show (kernel_sched.cc, g_sampler_fds): a condition-variable ping-pong
-// keeps its switch records (its timeline) and says its samples paused; a
-// rate the user set samples throughout; a program that computes (above)
-// keeps its samples.
-TEST_CASE("default CPU sampling pauses in a ping-pong and says so, GOTRACE_CPU_HZ keeps it on", "[sched]") {
-  for (const bool explicit_rate : {false, true}) {
-    INFO("GOTRACE_CPU_HZ " << (explicit_rate ? "=100" : "unset"));
-    TempDir dir;
-    ProcOptions o;
-    o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("p.trace")};
-    if (explicit_rate) o.env.push_back("GOTRACE_CPU_HZ=100");
-    o.unset_env = {"GOTRACE_SCHED"};
-    if (!explicit_rate) o.unset_env.push_back("GOTRACE_CPU_HZ");
-    // Long enough for a look at its switch rate (every 100 ms) whatever the
-    // machine's load: a ping-pong on one CPU runs 5000 rounds in 0.1 s.
-    const ProcResult r = RunProcess({Scenario("condvar_pingpong"), explicit_rate ? "3000" : "10000"}, o);
-    INFO(r.Describe() << "\n" << r.err);
-    REQUIRE(r.Exited(0));
-    if (PerfDenied(r.err)) return;
-    CHECK_THAT(r.err, Catch::Contains("scheduling from the kernel"));
-    const ParsedTrace t = ParseWithGo(dir.File("p.trace"));
-    INFO(t.error);
-    REQUIRE(t.ok);
-    CHECK(t.Count("GoBlockSync") + t.Count("GoBlockCond") >= 1000);
-    const ProcResult rep =
-        RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "report", dir.File("p.trace")});
-    REQUIRE(rep.Exited(0));
-    if (explicit_rate) {
-      CHECK_THAT(rep.out, !Catch::Contains("CPU samples paused"));
-    } else {
-      CHECK_THAT(rep.out, Catch::Contains("CPU samples paused ") &&
-                              Catch::Contains(": threads waited more than 2000 times per CPU-second; "
-                                              "GOTRACE_CPU_HZ keeps them"));
-    }
-  }
-}
-
 // Nothing reads the rings of a one-thread program that records nothing
 // until it ends: at 20,000 samples a second on one CPU they fill up, and
 // the kernel's own count of what it dropped never arrives. Said, not hidden.
