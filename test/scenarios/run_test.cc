@@ -423,6 +423,13 @@ std::string IndexEntry(const std::string& index, const std::string& argv0) {
   return index.substr(begin, index.find('}', index.find("\"records\": ", at)) - begin + 1);
 }
 
+// An index entry's trace file (relative to the index), or "" if it has none.
+std::string EntryTrace(const std::string& entry) {
+  const size_t t = entry.find("\"trace\": \"");
+  if (t == std::string::npos) return "";
+  return entry.substr(t + 10, entry.find('"', t + 10) - t - 10);
+}
+
 TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that turns out worth a trace keeps all it recorded",
           "[run][staging]") {
   TempDir dir;
@@ -470,9 +477,8 @@ TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that 
   // it too, and the sleep with its stack.
   const std::string late = IndexEntry(index, Scenario("staged_late"));
   CHECK_THAT(late, Catch::Contains("\"quiet\": false") && Catch::Contains("\"exit\": {\"code\":0}"));
-  const size_t t = late.find("\"trace\": \"");
-  REQUIRE(t != std::string::npos);
-  const std::string trace = dir.File(late.substr(t + 10, late.find('"', t + 10) - t - 10));
+  REQUIRE(!EntryTrace(late).empty());
+  const std::string trace = dir.File(EntryTrace(late));
   const ParsedTrace p = ParseWithGo(trace);
   INFO(trace << ": " << p.error);
   REQUIRE(p.ok);
@@ -509,9 +515,8 @@ TEST_CASE("staging: a program that rewrites its arguments in main is listed with
   // is the one the process noted, made from the arguments it was given.
   CHECK(Occurrences(index, "[\"" + prog + "\", \"quiet\", \"three\", \"four\"]") == 3);
   CHECK_THAT(index, Catch::Contains("\"quiet\": 2,") && Catch::Contains("\"not_traced\": 1,"));
-  const size_t t = traced.find("\"trace\": \"");
-  REQUIRE(t != std::string::npos);
-  const ParsedTrace p = ParseWithGo(dir.File(traced.substr(t + 10, traced.find('"', t + 10) - t - 10)));
+  REQUIRE(!EntryTrace(traced).empty());
+  const ParsedTrace p = ParseWithGo(dir.File(EntryTrace(traced)));
   INFO(p.error);
   REQUIRE(p.ok);
   CHECK(p.Count("GoSleep") == 1);
@@ -530,9 +535,8 @@ TEST_CASE("staging: a process killed while it waits on a pipe is recovered from 
   INFO(index);
   const std::string cat = IndexEntry(index, "cat");
   CHECK_THAT(cat, Catch::Contains("\"recovered\": true") && Catch::Contains("\"signal\":9"));
-  const size_t t = cat.find("\"trace\": \"");
-  REQUIRE(t != std::string::npos);
-  const ParsedTrace p = ParseWithGo(dir.File(cat.substr(t + 10, cat.find('"', t + 10) - t - 10)));
+  REQUIRE(!EntryTrace(cat).empty());
+  const ParsedTrace p = ParseWithGo(dir.File(EntryTrace(cat)));
   INFO(p.error);
   REQUIRE(p.ok);
   CHECK(p.Count("GoBlockNet") + p.Count("GoSysBlock") >= 1);  // blocked in its read at the end
