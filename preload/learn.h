@@ -2,7 +2,7 @@
 //===-- preload/learn.h - programs learned quiet in a launcher's run ------===//
 //
 // Issue 18: every process of a CI job paying to load the tracer (an empty
-// preloaded library alone costs a shell job 5 to 9% here) is more than a
+// preloaded library alone costs a shell job 4 to 9% here) is more than a
 // job of short commands can afford. Under tracewrap, a command (program,
 // arguments and working directory) whose runs ended quiet twice (one
 // thread, nothing worth a trace, no child, no exec) is not traced again in
