@@ -834,6 +834,22 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
       close(lfd);
     }
   }
+  // Run as root, the program may give up its privileges (setpriv, su, a
+  // database server or a web server's workers): such a process could not
+  // make its log in our directory (mode 0700, root's), said "cannot create
+  // ...; tracing is off" and was missing from the index. So the run's
+  // directory lets every user in without listing it (0711), its logs/ take
+  // anyone's new files but only their owners may remove them (01733, as
+  // /tmp), the journal takes anyone's entries (0622) and the learn table
+  // anyone's notes (0666). Their names stay unlisted. Not needed otherwise:
+  // an unprivileged run's processes cannot change user (set-id programs
+  // are not traced, H29).
+  if (geteuid() == 0 && !run_dir.empty()) {
+    (void)chmod(run_dir.c_str(), 0711);
+    (void)chmod(log_dir.c_str(), 01733);
+    (void)chmod(journal.c_str(), 0622);
+    (void)chmod(learn.c_str(), 0666);
+  }
 
   // A terminal's INT and QUIT reach the whole process group: the program
   // gets them itself; we wait for it. Signals sent to us are passed on.

@@ -318,6 +318,45 @@ TEST_CASE("tracewrap: ldd lists the libraries it lists untraced", "[tracewrap]")
   CHECK(r.out.find("libgotrace") == std::string::npos);
 }
 
+TEST_CASE("tracewrap: run as root, a process that gives up root keeps its log, trace and entry",
+          "[tracewrap]") {
+  // setpriv, su, a server's workers: the run's log directory was root's
+  // alone, so such a process said "cannot create ...; tracing is off" and
+  // was missing from the index.
+  if (geteuid() != 0) {
+    WARN("skipped: needs root");
+    return;
+  }
+  const std::vector<std::string> as_nobody = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  std::vector<std::string> probe = as_nobody;
+  probe.insert(probe.end(), {"test", "-r", PreloadLib()});
+  if (!RunProcess(probe).Exited(0)) {
+    WARN("skipped: setpriv is missing, or nobody cannot read " << PreloadLib());
+    return;
+  }
+  TempDir dir;
+  std::string cmd;
+  for (const std::string& a : as_nobody) cmd += a + " ";
+  cmd += "sh -c 'sleep 0.05; echo ok-$(id -u)'";
+  const ProcResult r = Wrap({"-o", dir.File("n.trace"), "--", "/bin/bash", "-c", cmd}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "ok-65534\n");
+  CHECK_THAT(r.err, !Catch::Contains("cannot create"));
+  std::ifstream in(dir.File("n.trace.index.json"));
+  const std::string index((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(index);
+  const size_t at = index.find("\"argv\": [\"sh\", \"-c\"");
+  REQUIRE(at != std::string::npos);
+  const size_t t = index.find("\"trace\": \"", at);
+  REQUIRE(t != std::string::npos);
+  const std::string trace = index.substr(t + 10, index.find('"', t + 10) - t - 10);
+  const ParsedTrace p = ParseWithGo(dir.File(trace));
+  INFO(p.error);
+  REQUIRE(p.ok);
+  CHECK(p.Count("GoSysBlock") + p.Count("GoBlock") >= 1);  // it waited for its sleep
+}
+
 TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
   TempDir dir;
   for (const char* h : {"-h", "--help"}) {
