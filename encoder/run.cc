@@ -736,6 +736,14 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // them from sysfs (10 to 15 us of a new process's start).
   if (const long ncpus = sysconf(_SC_NPROCESSORS_CONF); ncpus > 0)
     setenv("GOTRACE_NCPUS", std::to_string(ncpus).c_str(), 1);
+  // A program built with -fsanitize=address exits at once with a preloaded
+  // library before its runtime, unless told otherwise; the exec hooks do the
+  // same for every traced child (preload/lifecycle.cc, AsanOptions).
+  if (const char* asan = getenv("ASAN_OPTIONS"); asan == nullptr || *asan == '\0') {
+    setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 1);
+  } else if (std::strstr(asan, "verify_asan_link_order") == nullptr) {
+    setenv("ASAN_OPTIONS", (std::string(asan) + ":verify_asan_link_order=0").c_str(), 1);
+  }
   // The program is the root of the traced tree: it writes the requested path.
   unsetenv("GOTRACE_ROOT_PID");
   unsetenv("GOTRACE_IMAGE");

@@ -2051,12 +2051,40 @@ void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes) {
   size_t n = 0, bytes = 16;
   for (; envp != nullptr && envp[n] != nullptr; ++n)
     if (StartsWith(envp[n], "LD_PRELOAD=")) bytes = std::max(bytes, sys::StrLen(envp[n]) + 1);
-  *ptrs = std::min(n + 4, ExecEnv::kMax);  // ours (3) and the terminating null
+  *ptrs = std::min(n + 5, ExecEnv::kMax);  // ours (3, ASAN_OPTIONS) and the terminating null
   *preload_bytes = std::min(bytes, ExecEnv::kMaxPreload);
+}
+
+// Problem: a program built with -fsanitize=address refuses to start when a
+// preloaded library comes before its runtime in the initial library list
+// ("ASan runtime does not come first ..."; exit status 1), before any
+// constructor of ours runs: every sanitizer build of a CI job failed under
+// gotrace. ASan's own switch for that, verify_asan_link_order=0, lets it
+// run with ours first (its interceptors are then next after ours, and ours
+// forward to the next definition); its checks work as before. So every
+// traced exec gets it in ASAN_OPTIONS (added, or appended to the options
+// the program passes on), unless the program chose the option itself.
+// Returns the entry to use for `e` (nullptr: none was there and none is
+// needed); programs without ASan ignore the variable.
+const char* AsanOptions(const char* e, ExecEnv* env) {
+  static const char kAdd[] = "ASAN_OPTIONS=verify_asan_link_order=0";
+  if (e == nullptr) return kAdd;
+  const char* v = e + 13;  // after "ASAN_OPTIONS="
+  for (const char* p = v; *p != '\0'; ++p)
+    if (StartsWith(p, "verify_asan_link_order")) return e;
+  static const char kKey[] = "verify_asan_link_order=0";
+  sys::Line l(env->asan, sizeof env->asan);
+  l.Str(e);
+  if (*v != '\0') l.Char(':');
+  l.Str(kKey);
+  // Too long to fit: passed on as it was.
+  const size_t want = sys::StrLen(e) + (*v != '\0' ? 1 : 0) + sizeof kKey - 1;
+  return l.size() == want ? env->asan : e;
 }
 
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
   const bool follow = g.config.follow && !untraced;
+  bool asan_seen = false;
   sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)
       .Str("GOTRACE_IMAGE=").U64(static_cast<uint64_t>(g.pid)).Char(':').U64(g.image + 1);
@@ -2068,7 +2096,12 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
         StartsWith(e, "GOTRACE_NCPUS=")) {
       continue;
     }
-    if (n + 4 >= env->cap) return false;
+    if (n + 5 >= env->cap) return false;
+    if (follow && StartsWith(e, "ASAN_OPTIONS=")) {
+      env->ptrs[n++] = const_cast<char*>(AsanOptions(e, env));
+      asan_seen = true;
+      continue;
+    }
     if (!follow && StartsWith(e, "LD_PRELOAD=")) {
       // GOTRACE_FOLLOW=0: the children run untraced; keep the user's other
       // preloads (LD_PRELOAD is separated by colons or spaces, ld.so(8)).
@@ -2094,6 +2127,7 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
     env->ptrs[n++] = env->root;
     env->ptrs[n++] = env->image;
     env->ptrs[n++] = env->ncpus;
+    if (!asan_seen) env->ptrs[n++] = const_cast<char*>(AsanOptions(nullptr, env));
   }
   env->ptrs[n] = nullptr;
   return true;

@@ -59,6 +59,7 @@ struct ExecEnv {
   char root[48];
   char image[64];
   char ncpus[40];
+  char asan[1024];  // ASAN_OPTIONS=...:verify_asan_link_order=0 (AsanOptions)
 };
 // The room ExecEnvironment needs for envp: pointers (its entries and ours,
 // at most kMax) and bytes for a copy of its LD_PRELOAD (at most kMaxPreload).

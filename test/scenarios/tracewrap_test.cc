@@ -357,6 +357,36 @@ TEST_CASE("tracewrap: run as root, a process that gives up root keeps its log, t
   CHECK(p.Count("GoSysBlock") + p.Count("GoBlock") >= 1);  // it waited for its sleep
 }
 
+TEST_CASE("tracewrap: a program built with AddressSanitizer runs traced, and ASan still reports",
+          "[tracewrap]") {
+#if !defined(GOTRACE_HAVE_ASAN)
+  WARN("skipped: the compiler has no -fsanitize=address");
+#else
+  // ASan exited at once ("ASan runtime does not come first in initial
+  // library list"): tracewrap and the exec hooks now pass
+  // verify_asan_link_order=0 in ASAN_OPTIONS.
+  TempDir dir;
+  const std::string prog = Scenario("asan_threads");
+  const ProcResult d = Wrap({"-o", dir.File("d.trace"), "--", prog}, dir);
+  INFO(d.Describe() << "\n" << d.err);
+  REQUIRE(d.Exited(0));
+  CHECK(d.out == "asan ok\n");
+  const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("GoBlockSync") >= 1);  // the worker waited for the lock
+  // As children: plain, with options of the parent's own (appended to),
+  // and one that overflows a heap block (ASan reports it and exits 1).
+  const std::string job = prog + "; ASAN_OPTIONS=detect_leaks=0 " + prog + "; " + prog +
+                          " overflow; echo \"overflow: $?\"";
+  const ProcResult r = Wrap({"-o", dir.File("j.trace"), "--", "/bin/bash", "-c", job}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "asan ok\nasan ok\noverflow: 1\n");
+  CHECK_THAT(r.err, Catch::Contains("heap-buffer-overflow") && !Catch::Contains("does not come first"));
+#endif
+}
+
 TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
   TempDir dir;
   for (const char* h : {"-h", "--help"}) {
