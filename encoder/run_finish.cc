@@ -738,8 +738,9 @@ int FinishRun(const GotraceFinishRequest& req) {
         std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
     } else if (traces == 0 && empty_killed == 0 && running == 0) {
       std::fprintf(stderr,
-                   "%s: no trace was written to %s/%s*: did the program run another with LD_PRELOAD "
-                   "removed from its environment (as env -i does) before recording anything?\n",
+                   "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "
+                   "says why if it turned itself off; or the program ran another with LD_PRELOAD "
+                   "removed from its environment, as env -i does, before recording anything)\n",
                    prog, req.outdir, req.prefix);
     }
   }

@@ -57,6 +57,7 @@
 #include "preload/real.h"
 #include "preload/runtime_internal.h"
 #include "preload/sys/clock.h"
+#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 #include "unwind/cfi_unwind.h"
 #include "unwind/code_map.h"
@@ -1781,6 +1782,13 @@ __attribute__((constructor(101))) void Init() {
     sys::Line l(buf, sizeof buf);
     l.Str("the C library lacks ").Str(missing);
     Disable(buf);
+    return;
+  }
+  // ThreadSanitizer intercepts memcpy and memset, also ours, and cannot see
+  // the atomics our slots are handed over with: it reported races in the
+  // tracer's memory and the program exited 66 instead of 0.
+  if (sys::TsanLoaded()) {
+    Disable("the program is built with ThreadSanitizer, which would report the tracer's own memory as races");
     return;
   }
   FindSelf();

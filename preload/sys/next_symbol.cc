@@ -32,6 +32,7 @@ struct Object {
 constexpr int kMaxObjects = 128;
 GT_LARGE_BSS Object g_objects[kMaxObjects];
 int g_nobjects = 0;
+bool g_tsan = false;  // libtsan seen (TsanLoaded)
 // 0: not recorded yet, 1: being recorded, 2: recorded.
 std::atomic<int> g_state{0};
 
@@ -40,30 +41,17 @@ struct Scan {
   bool after;  // the object holding `self` was met: the next ones count
 };
 
-int OnObject(dl_phdr_info* info, size_t, void* arg) {
-  auto* scan = static_cast<Scan*>(arg);
-  const ElfW(Dyn)* dyn = nullptr;
-  bool holds_self = false;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_DYNAMIC) dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
-    if (ph.p_type == PT_LOAD && scan->self >= info->dlpi_addr + ph.p_vaddr &&
-        scan->self < info->dlpi_addr + ph.p_vaddr + ph.p_memsz) {
-      holds_self = true;
-    }
-  }
-  if (holds_self) {
-    scan->after = true;
-    return 0;
-  }
-  if (!scan->after || dyn == nullptr) return 0;
+// One object of the search scope, after ours: recorded. Returns 1 when no
+// later object may be consulted.
+int Add(uintptr_t base, const char* name, const ElfW(Dyn)* dyn) {
+  if (dyn == nullptr) return 0;
   // The kernel's vDSO is no library of the search scope (and its dynamic
   // section is not relocated).
-  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (name == nullptr) name = "";
   if (StartsWith(name, "linux-vdso") || StartsWith(name, "linux-gate")) return 0;
   if (g_nobjects == kMaxObjects) return 1;
   Object o{};
-  o.base = info->dlpi_addr;
+  o.base = base;
   // ld.so relocates these entries in place on x86-64 (not everywhere): an
   // address below the load base is still an offset.
   auto at = [&](ElfW(Addr) v) { return v < o.base ? o.base + v : v; };
@@ -85,7 +73,63 @@ int OnObject(dl_phdr_info* info, size_t, void* arg) {
   return 0;
 }
 
+// libtsan.so.N, by its file name.
+bool IsTsan(const char* path) {
+  const char* base = path;
+  for (const char* p = path; *p != '\0'; ++p)
+    if (*p == '/') base = p + 1;
+  return StartsWith(base, "libtsan.so");
+}
+
+int OnObject(dl_phdr_info* info, size_t, void* arg) {
+  auto* scan = static_cast<Scan*>(arg);
+  if (info->dlpi_name != nullptr && IsTsan(info->dlpi_name)) g_tsan = true;
+  const ElfW(Dyn)* dyn = nullptr;
+  bool holds_self = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_DYNAMIC) dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    if (ph.p_type == PT_LOAD && scan->self >= info->dlpi_addr + ph.p_vaddr &&
+        scan->self < info->dlpi_addr + ph.p_vaddr + ph.p_memsz) {
+      holds_self = true;
+    }
+  }
+  if (holds_self) {
+    scan->after = true;
+    return 0;
+  }
+  if (!scan->after) return 0;
+  return Add(info->dlpi_addr, info->dlpi_name, dyn);
+}
+
+// Problem: dl_iterate_phdr is a function a sanitizer runtime intercepts, and
+// ThreadSanitizer's initialisation (from the executable's preinit array,
+// before our constructor) calls dlsym, which mallocs: our malloc's first
+// call looked the real one up here, through TSan's dl_iterate_phdr, whose
+// pointer to the real one was not set yet: a jump to address 0 in every
+// TSan-built program. So the loader's list of objects is read as data
+// (_r_debug: the base namespace's link maps, in search order, as
+// dl_iterate_phdr walks them), our object told by its dynamic section;
+// dl_iterate_phdr only if the list is not there.
+extern "C" ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
+extern "C" const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern "C" char _end[] __attribute__((visibility("hidden")));
+
 void Record(uintptr_t self) {
+  g_nobjects = 0;
+  // (The object asked about is this code's own: ours, or a test's.)
+  const bool own = self >= reinterpret_cast<uintptr_t>(__ehdr_start) && self < reinterpret_cast<uintptr_t>(_end);
+  const link_map* first = own ? _r_debug.r_map : nullptr;
+  bool seen_self = false;
+  for (const link_map* m = first; m != nullptr; m = m->l_next) {
+    if (m->l_name != nullptr && IsTsan(m->l_name)) g_tsan = true;
+    if (m->l_ld == _DYNAMIC) {
+      seen_self = true;
+      continue;
+    }
+    if (seen_self && Add(m->l_addr, m->l_name, m->l_ld) != 0) break;
+  }
+  if (seen_self) return;
   g_nobjects = 0;
   Scan scan{self, false};
   dl_iterate_phdr(OnObject, &scan);
@@ -194,5 +238,7 @@ void* NextSymbolAfter(const void* start, const char* name, const char* version) 
   g_state.store(2, std::memory_order_release);
   return Lookup(name, version);
 }
+
+bool TsanLoaded() { return g_tsan; }
 
 }  // namespace gotrace::sys

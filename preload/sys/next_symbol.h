@@ -33,6 +33,11 @@ bool NextSymbolsInit(const void* self);
 // not answerable here (see above).
 void* NextSymbol(const char* name, const char* version);
 
+// Whether ThreadSanitizer's runtime (libtsan) was among the objects
+// NextSymbolsInit saw: it takes the tracer's own memory for the program's
+// and reports races in it (the program then exits 66), so tracing stays off.
+bool TsanLoaded();
+
 // For tests: the same lookup over the objects loaded after the one holding
 // `start`, recorded anew (not thread-safe; the tables of NextSymbolsInit are
 // replaced).

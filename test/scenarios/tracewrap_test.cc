@@ -387,6 +387,31 @@ TEST_CASE("tracewrap: a program built with AddressSanitizer runs traced, and ASa
 #endif
 }
 
+TEST_CASE("tracewrap: a program built with ThreadSanitizer runs as untraced, and one line says why",
+          "[tracewrap]") {
+#if !defined(GOTRACE_HAVE_TSAN)
+  WARN("skipped: the compiler has no -fsanitize=thread");
+#else
+  // It crashed (a jump to address 0): TSan's initialisation mallocs, and our
+  // malloc's first look-up of the real one went through TSan's
+  // dl_iterate_phdr before TSan had set it up (preload/sys/next_symbol.cc).
+  // Then, traced, TSan took the tracer's own memory for the program's
+  // (it intercepts our memcpy and memset, and cannot see the atomics our
+  // slots are handed over with): race reports, and exit 66. So tracing
+  // turns itself off in such a program, with one line, and it runs as
+  // untraced.
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("t.trace"), "--", Scenario("tsan_threads")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "tsan ok 2000\n");
+  CHECK_THAT(r.err, !Catch::Contains("WARNING: ThreadSanitizer"));
+  CHECK_THAT(r.err, Catch::Contains("gotrace: the program is built with ThreadSanitizer") &&
+                        Catch::Contains("tracing is off, the program continues"));
+  CHECK(r.err.find("gotrace:") == r.err.rfind("gotrace:"));  // that line only
+#endif
+}
+
 TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
   TempDir dir;
   for (const char* h : {"-h", "--help"}) {
