@@ -78,6 +78,7 @@ size_t g_pool_stride = 0;
 std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
 GT_LARGE_BSS std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
+uint32_t g_max_threads = kMaxThreads;  // records the pool has room for (PoolInit)
 
 uint8_t* PoolBase() { return g_region + 2 * size_t{g.slot_bytes}; }
 ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(PoolBase() + size_t{i} * g_pool_stride); }
@@ -87,12 +88,26 @@ bool PoolInit(size_t buffer_kb) {
   g.slot_bytes = static_cast<uint32_t>((buffer_kb * 1024 + 4095) & ~size_t{4095});
   g_rec_bytes = (sizeof(ThreadRec) + 4095) & ~size_t{4095};
   g_pool_stride = g_rec_bytes + g.slot_bytes;
-  g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * kMaxThreads;
+  // Problem: an address-space limit (ulimit -v, as test harnesses set)
+  // counts reserved memory, and the room for kMaxThreads records (5 GiB at
+  // the default buffer) is more than such a limit allows: every process
+  // said "cannot reserve memory for the tracer" and ran untraced. Under a
+  // limit the pool takes at most an eighth of it: fewer threads can record
+  // at once (the others are counted, as beyond kMaxThreads).
+  g_max_threads = kMaxThreads;
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    const size_t budget = static_cast<size_t>(as.rlim_cur / 8);
+    const size_t fixed = 2 * size_t{g.slot_bytes};
+    const size_t fit = budget > fixed + g_pool_stride ? (budget - fixed) / g_pool_stride : 1;
+    g_max_threads = static_cast<uint32_t>(std::min<size_t>(fit, kMaxThreads));
+  }
+  g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * g_max_threads;
   // A fork child replaces all of it before use (PoolResetIfForked).
   g_region = static_cast<uint8_t*>(sys::MapForkFresh(nullptr, g_region_bytes));
   return g_region != nullptr;
 }
-uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), kMaxThreads); }
+uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), g_max_threads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
 void PoolForgetForChild() {
   // Only the calling thread survives a fork, and the region maps the
@@ -172,7 +187,7 @@ ThreadRec* AllocRec() {
     if (g_free_head.compare_exchange_weak(head, next, std::memory_order_acq_rel)) return Slot(i);
   }
   const uint32_t i = g_pool_used.fetch_add(1, std::memory_order_relaxed);
-  if (i >= kMaxThreads) {
+  if (i >= g_max_threads) {
     g_pool_used.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }

@@ -412,6 +412,23 @@ TEST_CASE("tracewrap: a program built with ThreadSanitizer runs as untraced, and
 #endif
 }
 
+TEST_CASE("tracewrap: under an address-space limit (ulimit -v) a program is still traced",
+          "[tracewrap]") {
+  // The pool's reservation (5 GiB at the default buffer) was more than the
+  // limit: "cannot reserve memory for the tracer; tracing is off".
+  TempDir dir;
+  const std::string cmd = "ulimit -v 2000000 && exec " + Scenario("staged_late");
+  const ProcResult r = Wrap({"-o", dir.File("v.trace"), "--", "/bin/sh", "-c", cmd}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "done\n");
+  CHECK_THAT(r.err, !Catch::Contains("cannot reserve memory"));
+  const ParsedTrace t = ParseWithGo(dir.File("v.trace"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("GoSleep") == 1);
+}
+
 TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
   TempDir dir;
   for (const char* h : {"-h", "--help"}) {
