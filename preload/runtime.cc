@@ -89,8 +89,9 @@ bool PoolInit(size_t buffer_kb) {
   g_rec_bytes = (sizeof(ThreadRec) + 4095) & ~size_t{4095};
   g_pool_stride = g_rec_bytes + g.slot_bytes;
   // Problem: an address-space limit (ulimit -v, as test harnesses set)
-  // counts reserved memory, and the room for kMaxThreads records (5 GiB at
-  // the default buffer) is more than such a limit allows: every process
+  // counts reserved memory, and the room for kMaxThreads records (600 MiB
+  // at the default buffer; 5 GiB when it was 65,536) can be more than such
+  // a limit allows: every process
   // said "cannot reserve memory for the tracer" and ran untraced. Under a
   // limit the pool takes at most an eighth of it: fewer threads can record
   // at once (the others are counted, as beyond kMaxThreads).

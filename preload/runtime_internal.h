@@ -20,7 +20,15 @@
 
 namespace gotrace::internal {
 
-inline constexpr uint32_t kMaxThreads = 1u << 16;  // registered at once
+// Threads registered at once (records are reused as threads end). Problem:
+// the pool reserves address space for all of them up front (a record and a
+// slot each, 76 KiB at the default buffer), and a program that limits its
+// own address space after starting inherits the reservation: 65,536 made
+// 5 GiB, and chromium's sandboxed storage service, which sets such a
+// limit, then failed an allocation and crashed (14 crash reports in one
+// headless run). 8,192 make 600 MiB; the threads beyond are counted as
+// untraced.
+inline constexpr uint32_t kMaxThreads = 1u << 13;
 
 // --- The pool of thread records ----------------------------------------------
 bool PoolInit(size_t buffer_kb);       // reserves the memory (once per process); sets g.slot_bytes
