@@ -251,7 +251,8 @@ int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp
     if (r == 0) gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, log::kQuietSkipped, target, argv);
     return r;
   }
-  if (ListsLibraries(envp) && gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) return spawn(env.ptrs);
+  if (ListsLibraries(envp) && gotrace::ExecEnvironment(envp, &env, /*untraced=*/true))
+    return spawn(env.ptrs);
   return spawn(ChildEnv(envp, &env));
 }
 

@@ -1788,7 +1788,8 @@ __attribute__((constructor(101))) void Init() {
   // the atomics our slots are handed over with: it reported races in the
   // tracer's memory and the program exited 66 instead of 0.
   if (sys::TsanLoaded()) {
-    Disable("the program is built with ThreadSanitizer, which would report the tracer's own memory as races");
+    Disable("the program is built with ThreadSanitizer, which would report the tracer's own "
+            "memory as races");
     return;
   }
   FindSelf();
@@ -2072,8 +2073,8 @@ void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes) {
 // forward to the next definition); its checks work as before. So every
 // traced exec gets it in ASAN_OPTIONS (added, or appended to the options
 // the program passes on), unless the program chose the option itself.
-// Returns the entry to use for `e` (nullptr: none was there and none is
-// needed); programs without ASan ignore the variable.
+// Returns the entry to use in place of `e` (`e` nullptr: the program passes
+// none on; the entry to add); programs without ASan ignore the variable.
 const char* AsanOptions(const char* e, ExecEnv* env) {
   static const char kAdd[] = "ASAN_OPTIONS=verify_asan_link_order=0";
   if (e == nullptr) return kAdd;

@@ -1310,7 +1310,6 @@ void ArmThreadEnd() {
   pthread_setspecific(g_key, reinterpret_cast<void*>(uintptr_t{kDtorIterations}));
 }
 
-
 // Main's arguments as they were before main ran. Programs rewrite theirs:
 // perf's option parser moves them and ends the array early (argv[argc]
 // NULL at a smaller argc), setproctitle writes over the strings. A staged
@@ -1321,7 +1320,7 @@ namespace {
 constexpr size_t kArgMax = 64;
 constexpr size_t kArgBytes = log::ChunkWriter::kMaxArgvBytes;
 GT_LARGE_BSS char g_arg_bytes[kArgBytes + kArgMax];  // the strings, each ended by a NUL
-char* g_arg_ptrs[kArgMax + 1];          // into g_arg_bytes, ended by nullptr
+char* g_arg_ptrs[kArgMax + 1];                       // into g_arg_bytes, ended by nullptr
 }  // namespace
 
 int internal::SnapshotArgs(int argc, char** argv) {

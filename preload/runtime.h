@@ -174,7 +174,7 @@ struct Globals {
   // or it would keep a process whose main thread called pthread_exit alive.
   std::atomic<int> app_threads{1};
   std::atomic<uintptr_t> main_pc{0};
-  int argc = 0;             // main's arguments, a copy (RecordProcessInfo)
+  int argc = 0;  // main's arguments, a copy (RecordProcessInfo)
   char** argv = nullptr;
   // This image's command in the run's learn table (preload/learn.h), from
   // main's arguments before main ran; 0: not known (NoteOwnCommand).

@@ -88,7 +88,8 @@ int OnObject(dl_phdr_info* info, size_t, void* arg) {
   bool holds_self = false;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_DYNAMIC) dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    if (ph.p_type == PT_DYNAMIC)
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
     if (ph.p_type == PT_LOAD && scan->self >= info->dlpi_addr + ph.p_vaddr &&
         scan->self < info->dlpi_addr + ph.p_vaddr + ph.p_memsz) {
       holds_self = true;
@@ -118,7 +119,8 @@ extern "C" char _end[] __attribute__((visibility("hidden")));
 void Record(uintptr_t self) {
   g_nobjects = 0;
   // (The object asked about is this code's own: ours, or a test's.)
-  const bool own = self >= reinterpret_cast<uintptr_t>(__ehdr_start) && self < reinterpret_cast<uintptr_t>(_end);
+  const bool own =
+      self >= reinterpret_cast<uintptr_t>(__ehdr_start) && self < reinterpret_cast<uintptr_t>(_end);
   const link_map* first = own ? _r_debug.r_map : nullptr;
   bool seen_self = false;
   for (const link_map* m = first; m != nullptr; m = m->l_next) {

@@ -493,8 +493,9 @@ TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that 
                                       "/staged_late.c\""));
 }
 
-TEST_CASE("staging: a program that rewrites its arguments in main is listed with the ones it was given",
-          "[run][staging]") {
+TEST_CASE(
+    "staging: a program that rewrites its arguments in main is listed with the ones it was given",
+    "[run][staging]") {
   // perf record crashed under tracewrap: its staged log was made at its
   // first pthread_create, from argv as main had left it (argv[1] NULL).
   TempDir dir;

@@ -306,8 +306,9 @@ TEST_CASE("tracewrap: ldd lists the libraries it lists untraced", "[tracewrap]")
   // prints every object it maps: our library was one of them.
   TempDir dir;
   // The objects' names, without their load addresses (random).
-  const std::string cmd = "ldd /bin/true | sed 's/ (0x[0-9a-f]*)//'; "
-                          "LD_TRACE_LOADED_OBJECTS=1 /bin/sh -c 'exec /bin/true' | sed 's/ (0x[0-9a-f]*)//'";
+  const std::string cmd =
+      "ldd /bin/true | sed 's/ (0x[0-9a-f]*)//'; "
+      "LD_TRACE_LOADED_OBJECTS=1 /bin/sh -c 'exec /bin/true' | sed 's/ (0x[0-9a-f]*)//'";
   const ProcResult plain = RunProcess({"/bin/bash", "-c", cmd});
   REQUIRE(plain.Exited(0));
   REQUIRE(plain.out.find("libc.so") != std::string::npos);
@@ -327,7 +328,8 @@ TEST_CASE("tracewrap: run as root, a process that gives up root keeps its log, t
     WARN("skipped: needs root");
     return;
   }
-  const std::vector<std::string> as_nobody = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  const std::vector<std::string> as_nobody = {"setpriv", "--reuid=65534", "--regid=65534",
+                                              "--clear-groups"};
   std::vector<std::string> probe = as_nobody;
   probe.insert(probe.end(), {"test", "-r", PreloadLib()});
   if (!RunProcess(probe).Exited(0)) {
@@ -383,7 +385,8 @@ TEST_CASE("tracewrap: a program built with AddressSanitizer runs traced, and ASa
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out == "asan ok\nasan ok\noverflow: 1\n");
-  CHECK_THAT(r.err, Catch::Contains("heap-buffer-overflow") && !Catch::Contains("does not come first"));
+  CHECK_THAT(r.err,
+             Catch::Contains("heap-buffer-overflow") && !Catch::Contains("does not come first"));
 #endif
 }
 
@@ -450,9 +453,17 @@ TEST_CASE("tracewrap: sandboxed headless chromium runs without crash reports", "
             "</script></body></html>\n";
   }
   std::filesystem::permissions(dir.File("p.html"), std::filesystem::perms::all);
-  const std::vector<std::string> chromium = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                             "env", "HOME=" + home, "/usr/bin/chromium", "--headless",
-                                             "--disable-gpu", "--dump-dom", "file://" + dir.File("p.html")};
+  const std::vector<std::string> chromium = {"setpriv",
+                                             "--reuid=65534",
+                                             "--regid=65534",
+                                             "--clear-groups",
+                                             "env",
+                                             "HOME=" + home,
+                                             "/usr/bin/chromium",
+                                             "--headless",
+                                             "--disable-gpu",
+                                             "--dump-dom",
+                                             "file://" + dir.File("p.html")};
   const std::string reports = home + "/.config/chromium/Crash Reports/pending";
   auto dumps = [&reports]() {
     size_t n = 0;
@@ -465,7 +476,8 @@ TEST_CASE("tracewrap: sandboxed headless chromium runs without crash reports", "
   o.cwd = dir.path();
   o.unset_env = {"LD_PRELOAD"};
   const ProcResult plain = RunProcess(chromium, o);
-  if (!plain.Exited(0) || plain.out.find("<p id=\"x\">js</p>") == std::string::npos || dumps() != 0) {
+  if (!plain.Exited(0) || plain.out.find("<p id=\"x\">js</p>") == std::string::npos ||
+      dumps() != 0) {
     WARN("skipped: chromium's sandbox does not start here as nobody\n" << plain.err);
     return;
   }
