@@ -105,18 +105,6 @@ char* const* ChildEnv(char* const* envp, ExecEnv* env) {
   return gotrace::ExecEnvironment(envp, env) ? env->ptrs : envp;
 }
 
-// Whether the new image only lists its libraries: ldd runs the loader with
-// LD_TRACE_LOADED_OBJECTS set (any value), and the loader then prints every
-// object it maps, our library among them, and runs nothing. Such an exec
-// goes without our library, so that ldd under the tracer prints what it
-// prints without it.
-bool ListsLibraries(char* const* envp) {
-  for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {
-    if (std::strncmp(envp[i], "LD_TRACE_LOADED_OBJECTS=", 24) == 0) return true;
-  }
-  return false;
-}
-
 // Whether an exec of `path` can succeed: an executable regular file. An exec
 // that is bound to fail (a missing file, a PATH search that finds nothing)
 // then leaves the trace whole instead of splitting it at the attempt.
@@ -222,8 +210,6 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     image = gotrace::NextImage(pid);
     start_ns = sys::MonotonicNs();
     gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietSkipped, target, argv);
-  } else if (ListsLibraries(envp) && gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
-    child = env.ptrs;
   } else {
     child = ChildEnv(envp, &env);
   }
@@ -251,8 +237,6 @@ int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp
     if (r == 0) gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, log::kQuietSkipped, target, argv);
     return r;
   }
-  if (ListsLibraries(envp) && gotrace::ExecEnvironment(envp, &env, /*untraced=*/true))
-    return spawn(env.ptrs);
   return spawn(ChildEnv(envp, &env));
 }
 

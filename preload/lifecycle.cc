@@ -2091,8 +2091,21 @@ const char* AsanOptions(const char* e, ExecEnv* env) {
   return l.size() == want ? env->asan : e;
 }
 
+// Whether the new image only lists its libraries: ldd runs the loader with
+// LD_TRACE_LOADED_OBJECTS set (any value), and the loader then prints every
+// object it maps, our library among them, and runs nothing. Such an image
+// goes without our library, so that ldd under the tracer prints what it
+// prints without it.
+namespace {
+bool ListsLibraries(char* const* envp) {
+  for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i)
+    if (StartsWith(envp[i], "LD_TRACE_LOADED_OBJECTS=")) return true;
+  return false;
+}
+}  // namespace
+
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
-  const bool follow = g.config.follow && !untraced;
+  const bool follow = g.config.follow && !untraced && !ListsLibraries(envp);
   bool asan_seen = false;
   sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)
