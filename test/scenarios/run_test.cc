@@ -505,7 +505,7 @@ TEST_CASE(
   const ProcResult r = WrapJob(dir, script, {"-o", dir.File("a.trace")}, "/bin/bash");
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
-  CHECK(r.out == "done\ndone\ndone\ndone\n");
+  CHECK(r.out == "done\n");  // the quiet runs print nothing (a write could block)
   const std::string index = Slurp(dir.File("a.trace.index.json"));
   INFO(index);
   CHECK(index.find("rewritten") == std::string::npos);
