@@ -365,6 +365,7 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
   const bool staged = StagingAllowed();
   if (!staged && !MakeLogFile()) return false;
   g.staged.store(staged, std::memory_order_seq_cst);
+  g.unproven.store(false, std::memory_order_relaxed);
   g.staged_heap_lo = ~uint64_t{0};
   g.staged_heap_hi = 0;
   g.ppid = static_cast<uint32_t>(sys::GetPPid());
@@ -428,6 +429,19 @@ void AppendJournal(const uint8_t* entry, size_t n) {
   sys::Close(static_cast<int>(fd));
 }
 
+// What the run learns of the program from a quiet end of this image
+// (preload/learn.h): one that made no child, reaped none (`reaped`) and ran
+// no other program counts towards not tracing it again; one that did must
+// always be traced (an untraced process's children are untraced too).
+// `status`: g.exit_status (0: unknown, nothing learned); `exe`: ExecPath's.
+void LearnQuietEnd(const char* exe, uint64_t status, bool reaped) {
+  if (status == 0 || g.forked_image) return;
+  const bool exec_d = (status & ~kExitKnown) == log::kExitExec;
+  const bool simple = !exec_d && !reaped && !g.made_child.load(std::memory_order_relaxed);
+  learn::Note(g.config.learn_path, OwnLearnKey(exe),
+              simple ? log::kLearnQuietOnce : log::kLearnTrace);
+}
+
 // Staging (issue 18): a process that ends without having recorded anything
 // worth a trace of its own leaves one entry in the run's journal (who, when,
 // how it ended, the children it reaped) instead of a log. A fork that
@@ -465,14 +479,7 @@ void QuietEnd() {
                                         forked ? nullptr : g.argv, forked ? 0 : static_cast<size_t>(g.argc));
   if (n == 0) return;
   AppendJournal(entry, n);
-  // What the run learns of the program (preload/learn.h): a quiet end that
-  // made no child and ran no other program counts towards not tracing it
-  // again; one that did must always be traced (an untraced process's
-  // children are untraced too).
-  if (!forked && status != 0) {
-    const bool simple = !exec_d && nkids == 0 && !g.made_child.load(std::memory_order_relaxed);
-    learn::Note(g.config.learn_path, OwnLearnKey(exe), simple ? log::kLearnQuietOnce : log::kLearnTrace);
-  }
+  if (!forked) LearnQuietEnd(exe, status, nkids != 0);
 }
 
 // The kernel's scheduling records (issue 13), and the log's note of where
@@ -532,7 +539,7 @@ void StartKernelSched(bool stack_copies) {
   // The kernel's records need a log to go to: a staged process makes its
   // own now (it has run 10 ms, or is about to have threads).
   if (g.config.sched != SchedMode::kInfer && g.staged.load(std::memory_order_acquire) &&
-      !MaterializeSlow()) {
+      !MaterializeSlow(/*worthy=*/false)) {
     return;
   }
   const bool on =
@@ -943,6 +950,14 @@ void Finalize(bool for_exec) {
     return;
   }
   const bool events = FlushEverything(false, for_exec || g.forked_image);
+  // A log made only to be safe from a kill (a pipe read that could wait),
+  // with nothing worth a trace in it: the launcher lists it as quiet, and
+  // the run learns it as it would a staged quiet end.
+  if (g.unproven.load(std::memory_order_relaxed) && !g.forked_image) {
+    char exe[kExecPathMax];
+    ExecPath(exe, sizeof exe);
+    LearnQuietEnd(exe, g.exit_status.load(std::memory_order_acquire), false);
+  }
   // A fork on its way to exec (or a failed exec's _exit): nothing of its
   // own. Under a launcher that encodes later (GOTRACE_DEFER) any other
   // process's log stays, also a quiet one: the run's index lists it.
@@ -1151,8 +1166,22 @@ std::atomic<bool> g_materializing{false};
 
 }  // namespace
 
-bool MaterializeSlow() {
-  if (!g.staged.load(std::memory_order_acquire)) return true;
+void ProveWorthy() {
+  if (!g.unproven.exchange(false, std::memory_order_relaxed)) return;
+  // Worth a trace: the run always traces this program (preload/learn.h).
+  if (g.forked_image) return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  char exe[kExecPathMax];
+  ExecPath(exe, sizeof exe);
+  learn::Note(g.config.learn_path, OwnLearnKey(exe), log::kLearnTrace);
+}
+
+bool MaterializeSlow(bool worthy) {
+  if (!g.staged.load(std::memory_order_acquire)) {
+    if (worthy) ProveWorthy();
+    return true;
+  }
   // Re-entered: a crash inside, whose flush then ends the process quiet.
   if (g_materializing.exchange(true, std::memory_order_acq_rel)) return false;
   TracerScope tracer;
@@ -1169,12 +1198,8 @@ bool MaterializeSlow() {
     // Who it is (RecordProcessInfo left it for now). A fork's image has no
     // record of its own, as when its log starts unstaged.
     if (!g.forked_image && g.argv != nullptr) WriteProcessInfo(g.argc, g.argv, /*wait=*/false);
-    // Worth a trace: the run always traces this program (preload/learn.h).
-    if (!g.forked_image) {
-      char exe[kExecPathMax];
-      ExecPath(exe, sizeof exe);
-      learn::Note(g.config.learn_path, OwnLearnKey(exe), log::kLearnTrace);
-    }
+    g.unproven.store(true, std::memory_order_relaxed);
+    if (worthy) ProveWorthy();
   }
   if (g.log_fd < 0) {
     Unbind();
@@ -1963,11 +1988,13 @@ void AppThreadCreating() {
 }
 
 void KernelSchedTick(uint64_t now) {
-  // Not while staged: a process still quiet gets no trace, and the kernel's
-  // records (and the log they need) would be made for nothing (a long grep
-  // or sort). They start at its first tick after it turns worth a trace.
+  // Not while staged or unproven: a process still quiet gets no trace, and
+  // the kernel's records (and the log they need) would be made for nothing
+  // (a long grep or sort, one reading a pipe). They start at its first tick
+  // after it turns worth a trace.
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
-      !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed)) {
+      !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed) &&
+      !g.unproven.load(std::memory_order_relaxed)) {
     MaybeStartKernelSched(/*second_thread=*/false);
   }
 }

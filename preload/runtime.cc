@@ -400,7 +400,7 @@ bool StreamCopyOut(SlotStream* s, bool final_flush) {
   if (s->log_gen != g.log_gen || s->log_gen == 0 || !s->open) return false;
   // A full buffer (or a thread's end) in a staged process: it has its log
   // from now on.
-  if (g.staged.load(std::memory_order_acquire) && !MaterializeSlow()) return false;
+  if (g.staged.load(std::memory_order_acquire) && !MaterializeSlow(/*worthy=*/false)) return false;
   StreamSeal(s);
   g.writers.fetch_add(1, std::memory_order_seq_cst);
   bool ok = final_flush || g.phase.load(std::memory_order_seq_cst) == Phase::kReady;
@@ -1613,13 +1613,14 @@ void MaterializeIfWouldBlock(int fd, long sysno) {
     default:
       // poll, select, epoll, a child, a signal, a lock, a message queue, a
       // connection, DNS: it may wait as long as it likes.
-      (void)MaterializeSlow();
+      (void)MaterializeSlow(/*worthy=*/false);
       return;
   }
   if (fd < 0) return;
   // Ready (or closed, or an error: the call returns at once): no wait.
   struct pollfd p = {fd, events, 0};
-  if (sys::Syscall6(SYS_poll, reinterpret_cast<long>(&p), 1, 0) == 0) (void)MaterializeSlow();
+  if (sys::Syscall6(SYS_poll, reinterpret_cast<long>(&p), 1, 0) == 0)
+    (void)MaterializeSlow(/*worthy=*/false);
 }
 
 uint64_t ThreadCpuNs(uint32_t tid) {
@@ -1734,12 +1735,12 @@ void RecordHeap(uint64_t live_bytes) {
   }
   if (r == nullptr) return;
   TracerScope tracer;
-  if (g.staged.load(std::memory_order_relaxed)) {
+  if (g.staged.load(std::memory_order_relaxed) || g.unproven.load(std::memory_order_relaxed)) {
     // A heap that moved 1 MiB from where it began is worth a trace
     // (log_summary.cc: LogSummary::quiet).
     g.staged_heap_lo = std::min(g.staged_heap_lo, live_bytes);
     g.staged_heap_hi = std::max(g.staged_heap_hi, live_bytes);
-    if (g.staged_heap_hi - g.staged_heap_lo >= (uint64_t{1} << 20)) (void)MaterializeSlow();
+    if (g.staged_heap_hi - g.staged_heap_lo >= (uint64_t{1} << 20)) Materialize();
   }
   if (Reserve(r, log::kMaxFixedRecordBytes)) {
     const Tick t = sys::Ticks();

@@ -213,7 +213,8 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   const std::string script =
       // Quiet twice, then not traced; the same program with other arguments
       // is another command.
-      "/bin/echo a >/dev/null\n/bin/echo a >/dev/null\n/bin/echo a >/dev/null\n/bin/echo b >/dev/null\n"
+      "/bin/echo a >/dev/null\n/bin/echo a >/dev/null\n/bin/echo a >/dev/null\n/bin/echo b "
+      ">/dev/null\n"
       // A sleep is worth a trace: traced every time.
       "/bin/sleep 0.01\n/bin/sleep 0.01\n/bin/sleep 0.01\n"
       // env runs another program: never learned quiet (untraced, its child
@@ -221,9 +222,16 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
       "/usr/bin/env /bin/echo x >/dev/null\n/usr/bin/env /bin/echo x >/dev/null\n"
       "/usr/bin/env /bin/echo x >/dev/null\n"
       // A shell that reaps a child: never learned quiet either.
-      "/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n"
+      "/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit 0'\n/bin/sh -c '/bin/true; exit "
+      "0'\n"
       // Arguments that differ make another command.
-      "/bin/sh -c 'sleep 0.02; exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n";
+      "/bin/sh -c 'sleep 0.02; exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c 'exit 0' x\n/bin/sh -c "
+      "'exit 0' x\n"
+      // A read of an empty pipe (the sleep never writes) makes dd's log, in
+      // case the read waits and dd is killed in it; it does not wait
+      // (O_NONBLOCK: EAGAIN, exit 1), so dd ends quiet all the same: learned.
+      "for i in 1 2 3; do /bin/sleep 0.01 | /bin/dd iflag=nonblock count=1 2>/dev/null; done\n"
+      "exit 0\n";
   const ProcResult r = WrapJob(dir, script, {"-o", dir.File("l.trace")});
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
@@ -231,7 +239,7 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   INFO(index);
   CHECK(Rows(index, "\"/bin/echo\", \"a\"]") == std::pair<size_t, size_t>{3, 1});
   CHECK(Rows(index, "\"/bin/echo\", \"b\"]") == std::pair<size_t, size_t>{1, 0});
-  CHECK(Rows(index, "\"/bin/sleep\", \"0.01\"]") == std::pair<size_t, size_t>{3, 0});
+  CHECK(Rows(index, "\"/bin/sleep\", \"0.01\"]") == std::pair<size_t, size_t>{6, 0});
   CHECK(Rows(index, "\"/usr/bin/env\"") == std::pair<size_t, size_t>{3, 0});
   CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"/bin/true; exit 0\"]") == std::pair<size_t, size_t>{3, 0});
   // The two sh -c 'exit 0' x after the sleeping one are other commands (their
@@ -239,10 +247,11 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"exit 0\", \"x\"]") == std::pair<size_t, size_t>{3, 1});
   CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"sleep 0.02; exit 0\", \"x\"]") ==
         std::pair<size_t, size_t>{1, 0});
+  CHECK(Rows(index, "\"/bin/dd\", \"iflag=nonblock\"") == std::pair<size_t, size_t>{3, 1});
   // The sleeps have their traces, with the sleep.
   const auto [traces, sleeps] = CheckRunTraces(dir, "l.trace", index);
-  CHECK(sleeps == 4);
-  CHECK(traces == 5);  // and the job's shell
+  CHECK(sleeps == 7);
+  CHECK(traces == 8);  // and the job's shell
 }
 
 TEST_CASE("encode ahead: a process's trace is written once it ends, while the program still runs",
