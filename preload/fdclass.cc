@@ -11,6 +11,7 @@
 namespace gotrace::fdclass {
 
 GT_LARGE_BSS std::atomic<uint8_t> g_table[kTableSize];
+std::atomic<uint32_t> g_end{0};
 
 log::FdClass ClassifySlow(int fd) {
   if (fd < 0) return log::FdClass::kUnknown;
@@ -38,9 +39,10 @@ log::FdClass ClassifySlow(int fd) {
 }
 
 void ForgetRange(unsigned lo, unsigned hi) {
-  // Reads first: close_range(3, ~0U) must not write (and so touch) every
-  // page of the table.
-  for (unsigned fd = lo; fd <= hi && fd < static_cast<unsigned>(kTableSize); ++fd)
+  // Up to the highest descriptor stored (g_end), and reads first: a write
+  // to a page is a fault of its own after a fork.
+  const unsigned end = g_end.load(std::memory_order_relaxed);
+  for (unsigned fd = lo; fd <= hi && fd < end; ++fd)
     if (g_table[fd].load(std::memory_order_relaxed) != 0) g_table[fd].store(0, std::memory_order_relaxed);
 }
 

@@ -25,6 +25,20 @@ namespace gotrace::fdclass {
 inline constexpr int kTableSize = 1 << 20;
 // Stores class + 1; 0 means "not known yet".
 extern std::atomic<uint8_t> g_table[kTableSize];
+// One past the highest descriptor ever stored: ForgetRange reads no
+// further. close_range(3, ~0U) (python's subprocess children, systemd,
+// closefrom) read the whole table before, and each of its 256 pages never
+// touched was a page fault: about 1 ms of every such process's time here.
+extern std::atomic<uint32_t> g_end;
+
+inline void NoteEnd(int fd) {
+  const uint32_t e = static_cast<uint32_t>(fd) + 1;
+  if (__builtin_expect(e > g_end.load(std::memory_order_relaxed), 0)) {
+    uint32_t cur = g_end.load(std::memory_order_relaxed);
+    while (e > cur && !g_end.compare_exchange_weak(cur, e, std::memory_order_relaxed)) {
+    }
+  }
+}
 
 log::FdClass ClassifySlow(int fd);
 
@@ -41,8 +55,10 @@ inline log::FdClass Get(int fd) {
 inline void Set(int fd, log::FdClass c) {
   const uint8_t v = static_cast<uint8_t>(static_cast<uint8_t>(c) + 1);
   if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize) &&
-      g_table[fd].load(std::memory_order_relaxed) != v)
+      g_table[fd].load(std::memory_order_relaxed) != v) {
+    NoteEnd(fd);
     g_table[fd].store(v, std::memory_order_relaxed);
+  }
 }
 inline void Forget(int fd) {
   if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize) &&
@@ -54,7 +70,10 @@ inline void Copy(int from, int to) {
   if (static_cast<unsigned>(from) < static_cast<unsigned>(kTableSize) &&
       static_cast<unsigned>(to) < static_cast<unsigned>(kTableSize)) {
     const uint8_t c = g_table[from].load(std::memory_order_relaxed);
-    if (g_table[to].load(std::memory_order_relaxed) != c) g_table[to].store(c, std::memory_order_relaxed);
+    if (g_table[to].load(std::memory_order_relaxed) != c) {
+      NoteEnd(to);
+      g_table[to].store(c, std::memory_order_relaxed);
+    }
   } else {
     Forget(to);
   }

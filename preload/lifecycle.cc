@@ -366,6 +366,8 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
   if (!staged && !MakeLogFile()) return false;
   g.staged.store(staged, std::memory_order_seq_cst);
   g.unproven.store(false, std::memory_order_relaxed);
+  if (g.reaped_child.load(std::memory_order_relaxed))
+    g.reaped_child.store(false, std::memory_order_relaxed);
   g.staged_heap_lo = ~uint64_t{0};
   g.staged_heap_hi = 0;
   g.ppid = static_cast<uint32_t>(sys::GetPPid());
@@ -451,12 +453,20 @@ void LearnQuietEnd(const char* exe, uint64_t status, bool reaped) {
 // >file` records the open of `file` in the fork before the exec: 156 such
 // entries in the shell job, "quiet: (fork) x156"). Async-signal-safe: raw
 // system calls, memory it owns (the termination handler may call it).
+GT_NOINLINE void QuietEntry(uint64_t status, bool exec_d);
 void QuietEnd() {
+  const uint64_t status = g.exit_status.load(std::memory_order_acquire);
+  const bool exec_d = status != 0 && (status & ~kExitKnown) == log::kExitExec;
+  // Before the entry's 4.5 KiB of stack: in a shell's fork child that
+  // execs, those were two or three fresh stack pages (faults) for nothing.
+  if (g.forked_image && exec_d && !g.reaped_child.load(std::memory_order_relaxed)) return;
+  QuietEntry(status, exec_d);
+}
+
+void QuietEntry(uint64_t status, bool exec_d) {
   log::QuietChild kids[log::kQuietMaxChildren];
   uint32_t nkids = 0;
   const uint64_t records = StagedSummary(kids, &nkids);
-  const uint64_t status = g.exit_status.load(std::memory_order_acquire);
-  const bool exec_d = status != 0 && (status & ~kExitKnown) == log::kExitExec;
   if (g.forked_image && exec_d && nkids == 0) return;
   log::QuietHeader h{};
   h.pid = static_cast<uint32_t>(g.pid);
@@ -2013,6 +2023,21 @@ bool CrashSignalInterposed(int sig) {
   return g_crash_handlers && sig > 0 && sig < kMaxSignal && (IsCrashSignal(sig) || IsTermSignal(sig));
 }
 
+namespace {
+// Whether two actions are the same to the kernel: the handler, the flags
+// and the 64 signals of the mask it reads. The rest of a struct sigaction
+// is whatever the caller's stack held (bash leaves sa_restorer and the
+// mask's other 120 bytes unset), so comparing it all saw a change nearly
+// every time.
+bool SameAction(const struct sigaction& a, const struct sigaction& b) {
+  uint64_t ma, mb;
+  static_assert(sizeof a.sa_mask >= sizeof ma);
+  std::memcpy(&ma, &a.sa_mask, sizeof ma);
+  std::memcpy(&mb, &b.sa_mask, sizeof mb);
+  return a.sa_sigaction == b.sa_sigaction && a.sa_flags == b.sa_flags && ma == mb;
+}
+}  // namespace
+
 int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   const struct sigaction before = g_app_action[sig];
   if (act != nullptr) {
@@ -2025,7 +2050,7 @@ int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) 
     // Stored only if it changed: a shell's fork child resets its signals
     // before each exec, mostly to what they were, and each store was a
     // copy-on-write fault of this table's page (issue 18).
-    if (std::memcmp(&g_app_action[sig], act, sizeof *act) != 0) g_app_action[sig] = *act;
+    if (!SameAction(g_app_action[sig], *act)) g_app_action[sig] = *act;
   }
   if (old != nullptr) *old = before;
   return 0;

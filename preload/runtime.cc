@@ -1721,6 +1721,10 @@ void RecordChildExit(const HookScope& s, long pid, int status) {
     r->s.w.ChildExit(sys::Ticks(), sys::CurrentCpu(), static_cast<uint64_t>(pid),
                      static_cast<uint32_t>(status));
     Commit(r);
+    // Read first: a shell reaps after every fork, and a store is a
+    // copy-on-write fault of the page after each.
+    if (!g.reaped_child.load(std::memory_order_relaxed))
+      g.reaped_child.store(true, std::memory_order_relaxed);
   }
 }
 

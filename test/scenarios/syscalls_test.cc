@@ -93,6 +93,14 @@ TEST_CASE("C++20 atomic wait/notify, counting_semaphore, barrier and latch (fute
   CHECK_THAT(p.traces, Catch::Contains("AtomicPingPong"));
 }
 
+TEST_CASE("close_range and closefrom over every descriptor cost no page faults of the tracer's",
+          "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("close_range_faults")}, dir);
+  CHECK(s.plain.out == "ok\n");
+  CHECK(s.traced.out == "ok\n");
+}
+
 TEST_CASE("a parent blocked in waitpid", "[syscalls]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Scenario("waitpid_parent")}, dir);
