@@ -60,8 +60,11 @@ inline void Set(int fd, log::FdClass c) {
     g_table[fd].store(v, std::memory_order_relaxed);
   }
 }
+// Below g_end only: a program that closes every descriptor up to its limit
+// one by one (an old daemon's loop to 1048576, a container's nofile) must
+// not read every page of the table either.
 inline void Forget(int fd) {
-  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize) &&
+  if (static_cast<unsigned>(fd) < g_end.load(std::memory_order_relaxed) &&
       g_table[fd].load(std::memory_order_relaxed) != 0)
     g_table[fd].store(0, std::memory_order_relaxed);
 }
