@@ -260,17 +260,28 @@ int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp
 
 }  // namespace
 
+// execve and execv of `path`. An absolute path needs no buffer to resolve
+// it: without the 4 KiB one in the frame, a shell's fork child writes one
+// page of stack fewer before its exec (issue 18; shells exec absolute paths).
+template <typename Exec>
+GT_NOINLINE int ExecRelative(char* const* envp, const char* path, char* const* argv, Exec exec) {
+  char buf[kPathMax];
+  return DoExec(envp, Target(path, false, buf, sizeof buf), argv, exec);
+}
+template <typename Exec>
+GT_ALWAYS_INLINE int ExecOfPath(char* const* envp, const char* path, char* const* argv, Exec exec) {
+  if (path != nullptr && path[0] == '/')
+    return DoExec(envp, Target(path, false, nullptr, 0), argv, exec);
+  return ExecRelative(envp, path, argv, exec);
+}
+
 GT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(execve);
-  char buf[kPathMax];
-  return DoExec(envp, Target(path, false, buf, sizeof buf), argv,
-                [&](char* const* e) { return real(path, argv, e); });
+  return ExecOfPath(envp, path, argv, [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execv(const char* path, char* const argv[]) {
   auto real = GT_REAL(execve);
-  char buf[kPathMax];
-  return DoExec(environ, Target(path, false, buf, sizeof buf), argv,
-                [&](char* const* e) { return real(path, argv, e); });
+  return ExecOfPath(environ, path, argv, [&](char* const* e) { return real(path, argv, e); });
 }
 GT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   auto real = GT_REAL(execvpe);

@@ -2094,10 +2094,14 @@ void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t
   h.flags = log::kQuietDescendant | flags;
   h.start_ns = start_ns;
   h.exit_status = log::kQuietNoStatus;
-  size_t argc = 0;
-  while (argv != nullptr && argv[argc] != nullptr) ++argc;
-  alignas(8) uint8_t entry[log::kQuietMaxBytes];
-  AppendJournal(entry, log::BuildQuietEntry(entry, sizeof entry, h, nullptr, exe, argv, argc));
+  // The entry's size (BuildQuietEntry cuts at kQuietMaxBytes, as before):
+  // a fixed 4 KiB buffer was one more page of stack for a shell's fork
+  // child to write before each exec of a learned command (issue 18).
+  size_t argc = 0, need = sizeof h + 16 + (exe != nullptr ? sys::StrLen(exe) : 0);
+  for (; argv != nullptr && argv[argc] != nullptr; ++argc) need += sys::StrLen(argv[argc]) + 1;
+  const size_t cap = std::min(need, log::kQuietMaxBytes);
+  auto* entry = static_cast<uint8_t*>(__builtin_alloca(cap));
+  AppendJournal(entry, log::BuildQuietEntry(entry, cap, h, nullptr, exe, argv, argc));
 }
 
 void NoteMadeChild() {
