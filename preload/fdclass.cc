@@ -10,8 +10,19 @@
 
 namespace gotrace::fdclass {
 
-GT_LARGE_BSS std::atomic<uint8_t> g_table[kTableSize];
+// Page-aligned: WipeOnFork marks exactly its pages.
+GT_LARGE_BSS alignas(4096) std::atomic<uint8_t> g_table[kTableSize];
 std::atomic<uint32_t> g_end{0};
+namespace {
+bool g_wiped = false;  // this table is WIPEONFORK (inherited by fork children)
+}  // namespace
+
+void WipeOnFork() {
+  if (g_wiped) return;
+  g_wiped = true;
+  constexpr long kMadvWipeOnFork = 18;  // Linux 4.14; on older kernels the table is copied as before
+  (void)sys::Syscall6(SYS_madvise, reinterpret_cast<long>(g_table), sizeof g_table, kMadvWipeOnFork);
+}
 
 log::FdClass ClassifySlow(int fd) {
   if (fd < 0) return log::FdClass::kUnknown;

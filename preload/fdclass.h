@@ -69,16 +69,27 @@ inline void Forget(int fd) {
     g_table[fd].store(0, std::memory_order_relaxed);
 }
 void ForgetRange(unsigned lo, unsigned hi);
+// Before a process's first fork: its children get the table empty (and
+// find classes again with fstat as they need them), so that neither side
+// copies the table's page when it next writes it. A shell's fork child
+// closes and dup2s before each exec, and the shell itself opens and closes
+// pipes between forks: two copy-on-write faults per fork (issue 18).
+void WipeOnFork();
+// In a fork child: the table is empty (WipeOnFork), no descriptor stored.
+inline void AfterForkChild() {
+  if (g_end.load(std::memory_order_relaxed) != 0) g_end.store(0, std::memory_order_relaxed);
+}
+// Nothing stored for `from` (or beyond g_end): `to` is forgotten, without
+// reading the table (a fork child's table is empty: see WipeOnFork).
 inline void Copy(int from, int to) {
-  if (static_cast<unsigned>(from) < static_cast<unsigned>(kTableSize) &&
-      static_cast<unsigned>(to) < static_cast<unsigned>(kTableSize)) {
-    const uint8_t c = g_table[from].load(std::memory_order_relaxed);
-    if (g_table[to].load(std::memory_order_relaxed) != c) {
-      NoteEnd(to);
-      g_table[to].store(c, std::memory_order_relaxed);
-    }
-  } else {
+  const uint8_t c = static_cast<unsigned>(from) < g_end.load(std::memory_order_relaxed)
+                        ? g_table[from].load(std::memory_order_relaxed)
+                        : 0;
+  if (c == 0 || static_cast<unsigned>(to) >= static_cast<unsigned>(kTableSize)) {
     Forget(to);
+  } else if (g_table[to].load(std::memory_order_relaxed) != c) {
+    NoteEnd(to);
+    g_table[to].store(c, std::memory_order_relaxed);
   }
 }
 

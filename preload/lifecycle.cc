@@ -52,6 +52,7 @@
 #include "encoder/log_decode.h"
 #include "preload/heap.h"
 #include "preload/control.h"
+#include "preload/fdclass.h"
 #include "preload/kernel_sched.h"
 #include "preload/learn.h"
 #include "preload/real.h"
@@ -1664,9 +1665,11 @@ void BeforeFork() {
   TracerScope tracer;
   ErrnoGuard errno_guard;
   real::ResolveRest();
+  fdclass::WipeOnFork();
 }
 
 void AtForkChild() {
+  fdclass::AfterForkChild();
   // The child's log, when it makes one, decides for itself (StartLog).
   g.staged.store(false, std::memory_order_relaxed);
   g.ending.store(false, std::memory_order_relaxed);  // the child's life begins

@@ -207,6 +207,28 @@ std::pair<size_t, size_t> Rows(const std::string& index, const std::string& argv
   return {rows, untraced};
 }
 
+TEST_CASE("a shell's fork child finds its descriptors' classes again: a pipe read is a network wait",
+          "[run]") {
+  // A fork child starts with the descriptor table empty (fdclass::WipeOnFork):
+  // the subshell's stdin, a pipe the shell dup2'ed there, is found with fstat.
+  TempDir dir;
+  const ProcResult r = WrapJob(dir, "{ sleep 0.05; echo x; } | ( read v; echo \"got $v\" )\n",
+                               {"-o", dir.File("p.trace")}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "got x\n");
+  size_t net = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("p.trace.", 0) != 0 || n.find(".index.json") != std::string::npos) continue;
+    const ParsedTrace t = ParseWithGo(e.path().string());
+    INFO(n << ": " << t.error);
+    CHECK(t.ok);
+    net += t.Count("GoBlockNet");
+  }
+  CHECK(net >= 1);
+}
+
 TEST_CASE("learned quiet: only the same command, and never one that runs others",
           "[run]") {
   TempDir dir;
