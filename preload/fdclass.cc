@@ -20,8 +20,10 @@ bool g_wiped = false;  // this table is WIPEONFORK (inherited by fork children)
 void WipeOnFork() {
   if (g_wiped) return;
   g_wiped = true;
-  constexpr long kMadvWipeOnFork = 18;  // Linux 4.14; on older kernels the table is copied as before
-  (void)sys::Syscall6(SYS_madvise, reinterpret_cast<long>(g_table), sizeof g_table, kMadvWipeOnFork);
+  // Linux 4.14; on an older kernel the table is copied as before.
+  constexpr long kMadvWipeOnFork = 18;
+  (void)sys::Syscall6(SYS_madvise, reinterpret_cast<long>(g_table), sizeof g_table,
+                      kMadvWipeOnFork);
 }
 
 log::FdClass ClassifySlow(int fd) {

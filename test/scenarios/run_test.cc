@@ -207,7 +207,7 @@ std::pair<size_t, size_t> Rows(const std::string& index, const std::string& argv
   return {rows, untraced};
 }
 
-TEST_CASE("a shell's fork child finds its descriptors' classes again: a pipe read is a network wait",
+TEST_CASE("a shell's fork child finds its descriptors' classes again: a pipe read is a net wait",
           "[run]") {
   // A fork child starts with the descriptor table empty (fdclass::WipeOnFork):
   // the subshell's stdin, a pipe the shell dup2'ed there, is found with fstat.
