@@ -3,7 +3,8 @@
 //
 // Properties of the built library that code review alone does not keep:
 // G6 (exports only the interposed functions), H23 (initial-exec TLS only),
-// H32/H20 (no C++ runtime, no exceptions, no stdio in the preloaded code).
+// H32/H20 (no C++ runtime, no exceptions, no stdio in the preloaded code),
+// and the fork path's code in one 64 KiB window (preload/fork_path.ld).
 //===----------------------------------------------------------------------===//
 #include <dirent.h>
 
@@ -100,6 +101,39 @@ TEST_CASE("libgotrace.so has no dynamic initializers (G7)", "[build]") {
   CHECK(nm.out.find("_GLOBAL__sub_I") == std::string::npos);
   CHECK(nm.out.find("_Z41__static_initialization_and_destruction") == std::string::npos);
 }
+
+#if defined(__x86_64__)
+TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB window of code",
+          "[build]") {
+  // A fork child has no page-table entries for file-backed code: each 64 KiB
+  // window it runs is a page fault (issue 18). preload/fork_path.ld gathers
+  // the functions into .text.gt_fork; scripts/fork-path lists them again
+  // after renames (a stale list would leave them in .text: this fails).
+  ProcResult sec = RunProcess({"readelf", "-S", "-W", PreloadLib()});
+  REQUIRE(sec.Exited(0));
+  std::smatch m;
+  const std::regex row(R"(\.text\.gt_fork\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+))");
+  REQUIRE(std::regex_search(sec.out, m, row));
+  const uint64_t lo = std::stoull(m[1].str(), nullptr, 16);
+  const uint64_t hi = lo + std::stoull(m[2].str(), nullptr, 16);
+  CHECK(lo >> 16 == (hi - 1) >> 16);
+  ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
+  REQUIRE(nm.Exited(0));
+  for (const char* fn :
+       {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
+        "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
+        "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc",
+        "_ZN7gotrace11SkipTracingEPKcPKPc"}) {
+    INFO(fn);
+    const std::regex sym("(^|\n)([0-9a-f]+) [tTwW] " + std::string(fn) + "(\n|$)");
+    std::smatch a;
+    REQUIRE(std::regex_search(nm.out, a, sym));
+    const uint64_t at = std::stoull(a[2].str(), nullptr, 16);
+    CHECK(at >= lo);
+    CHECK(at < hi);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace gotrace::testing
