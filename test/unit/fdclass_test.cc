@@ -3,6 +3,7 @@
 #include "preload/fdclass.h"
 
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -35,6 +36,36 @@ TEST_CASE("fd classes: lazily classified and forgotten on close", "[fdclass]") {
     Forget(fd);
   }
   CHECK(Get(sv[0]) == log::FdClass::kUnknown);
+}
+
+TEST_CASE("fd classes: a fork child starts with the table empty and finds classes with fstat",
+          "[fdclass]") {
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  Set(p[0], log::FdClass::kPipe);
+  Set(p[1], log::FdClass::kPipe);
+  WipeOnFork();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    AfterForkChild();
+    int bad = 0;
+    if (g_table[p[0]].load() != 0) bad |= 1;  // the kernel gave the child the table empty
+    Forget(p[0]);                             // nothing stored: nothing read or written
+    Copy(p[0], p[1]);
+    if (Get(p[0]) != log::FdClass::kPipe) bad |= 2;  // found again (fstat)
+    if (Get(p[1]) != log::FdClass::kPipe) bad |= 4;
+    _exit(bad);
+  }
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(Get(p[0]) == log::FdClass::kPipe);  // the parent's classes are its own
+  for (int fd : {p[0], p[1]}) {
+    close(fd);
+    Forget(fd);
+  }
 }
 
 }  // namespace
