@@ -1680,6 +1680,10 @@ void AtForkChild() {
   // a child of a paused process stays untraced, a window's child traces its
   // whole life into a trace of its own (not a window).
   ControlAfterFork();
+  // A window being opened or written by the parent's control thread at the
+  // fork: that thread is not in the child, whose exit would wait for it
+  // (AwaitWindowOp) for a minute.
+  if (g_window_busy.load(std::memory_order_relaxed)) g_window_busy.store(false, std::memory_order_relaxed);
   if (g.window != 0) g.window = 0;
   if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
