@@ -31,13 +31,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/auxv.h>
-#include <stdlib.h>
-#include <string.h>
 #include <link.h>
 #include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -50,9 +50,9 @@
 
 #include "encoder/encode_api.h"
 #include "encoder/log_decode.h"
-#include "preload/heap.h"
 #include "preload/control.h"
 #include "preload/fdclass.h"
+#include "preload/heap.h"
 #include "preload/kernel_sched.h"
 #include "preload/learn.h"
 #include "preload/real.h"
@@ -1683,7 +1683,8 @@ void AtForkChild() {
   // A window being opened or written by the parent's control thread at the
   // fork: that thread is not in the child, whose exit would wait for it
   // (AwaitWindowOp) for a minute.
-  if (g_window_busy.load(std::memory_order_relaxed)) g_window_busy.store(false, std::memory_order_relaxed);
+  if (g_window_busy.load(std::memory_order_relaxed))
+    g_window_busy.store(false, std::memory_order_relaxed);
   if (g.window != 0) g.window = 0;
   if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
