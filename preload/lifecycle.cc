@@ -366,7 +366,7 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
   const bool staged = StagingAllowed();
   if (!staged && !MakeLogFile()) return false;
   g.staged.store(staged, std::memory_order_seq_cst);
-  g.unproven.store(false, std::memory_order_relaxed);
+  g.unproven.store(staged, std::memory_order_relaxed);  // staged: not worth a trace yet
   if (g.reaped_child.load(std::memory_order_relaxed))
     g.reaped_child.store(false, std::memory_order_relaxed);
   g.staged_heap_lo = ~uint64_t{0};
@@ -403,11 +403,20 @@ void ExecPath(char* buf, size_t n) {
   if (fn != nullptr) l.Str(fn);
 }
 
-// This image's command in the learn table (preload/learn.h): the key the
-// exec that started it looked up, made from every argument, before main
-// could rewrite them (NoteOwnCommand).
-uint64_t OwnLearnKey(const char* exe) {
-  return g.learn_key != 0 ? g.learn_key : log::LearnKey(g.cwd, exe, nullptr);
+// Notes how this image's command went in the run's learn table
+// (preload/learn.h), under the key the exec that started it looked up:
+// made from every argument before main could rewrite them
+// (NoteOwnCommand), else from the executable alone. A fork's image has no
+// command of its own.
+void NoteLearned(log::LearnState state) {
+  if (g.forked_image) return;
+  uint64_t key = g.learn_key;
+  if (key == 0) {
+    char exe[kExecPathMax];
+    ExecPath(exe, sizeof exe);
+    key = log::LearnKey(g.cwd, exe, nullptr);
+  }
+  learn::Note(g.config.learn_path, key, state);
 }
 
 }  // namespace
@@ -436,13 +445,12 @@ void AppendJournal(const uint8_t* entry, size_t n) {
 // (preload/learn.h): one that made no child, reaped none (`reaped`) and ran
 // no other program counts towards not tracing it again; one that did must
 // always be traced (an untraced process's children are untraced too).
-// `status`: g.exit_status (0: unknown, nothing learned); `exe`: ExecPath's.
-void LearnQuietEnd(const char* exe, uint64_t status, bool reaped) {
-  if (status == 0 || g.forked_image) return;
+// `status`: g.exit_status (0: unknown, nothing learned).
+void LearnQuietEnd(uint64_t status, bool reaped) {
+  if (status == 0) return;
   const bool exec_d = (status & ~kExitKnown) == log::kExitExec;
   const bool simple = !exec_d && !reaped && !g.made_child.load(std::memory_order_relaxed);
-  learn::Note(g.config.learn_path, OwnLearnKey(exe),
-              simple ? log::kLearnQuietOnce : log::kLearnTrace);
+  NoteLearned(simple ? log::kLearnQuietOnce : log::kLearnTrace);
 }
 
 // Staging (issue 18): a process that ends without having recorded anything
@@ -454,21 +462,20 @@ void LearnQuietEnd(const char* exe, uint64_t status, bool reaped) {
 // >file` records the open of `file` in the fork before the exec: 156 such
 // entries in the shell job, "quiet: (fork) x156"). Async-signal-safe: raw
 // system calls, memory it owns (the termination handler may call it).
-GT_NOINLINE void QuietEntry(uint64_t status, bool exec_d);
+GT_NOINLINE void QuietEntry(uint64_t status);
 void QuietEnd() {
   const uint64_t status = g.exit_status.load(std::memory_order_acquire);
   const bool exec_d = status != 0 && (status & ~kExitKnown) == log::kExitExec;
   // Before the entry's 4.5 KiB of stack: in a shell's fork child that
   // execs, those were two or three fresh stack pages (faults) for nothing.
   if (g.forked_image && exec_d && !g.reaped_child.load(std::memory_order_relaxed)) return;
-  QuietEntry(status, exec_d);
+  QuietEntry(status);
 }
 
-void QuietEntry(uint64_t status, bool exec_d) {
+void QuietEntry(uint64_t status) {
   log::QuietChild kids[log::kQuietMaxChildren];
   uint32_t nkids = 0;
   const uint64_t records = StagedSummary(kids, &nkids);
-  if (g.forked_image && exec_d && nkids == 0) return;
   log::QuietHeader h{};
   h.pid = static_cast<uint32_t>(g.pid);
   h.ppid = g.ppid;
@@ -490,7 +497,7 @@ void QuietEntry(uint64_t status, bool exec_d) {
                                         forked ? nullptr : g.argv, forked ? 0 : static_cast<size_t>(g.argc));
   if (n == 0) return;
   AppendJournal(entry, n);
-  if (!forked) LearnQuietEnd(exe, status, nkids != 0);
+  LearnQuietEnd(status, nkids != 0);
 }
 
 // The kernel's scheduling records (issue 13), and the log's note of where
@@ -964,11 +971,8 @@ void Finalize(bool for_exec) {
   // A log made only to be safe from a kill (a pipe read that could wait),
   // with nothing worth a trace in it: the launcher lists it as quiet, and
   // the run learns it as it would a staged quiet end.
-  if (g.unproven.load(std::memory_order_relaxed) && !g.forked_image) {
-    char exe[kExecPathMax];
-    ExecPath(exe, sizeof exe);
-    LearnQuietEnd(exe, g.exit_status.load(std::memory_order_acquire), false);
-  }
+  if (g.unproven.load(std::memory_order_relaxed))
+    LearnQuietEnd(g.exit_status.load(std::memory_order_acquire), false);
   // A fork on its way to exec (or a failed exec's _exit): nothing of its
   // own. Under a launcher that encodes later (GOTRACE_DEFER) any other
   // process's log stays, also a quiet one: the run's index lists it.
@@ -1178,14 +1182,16 @@ std::atomic<bool> g_materializing{false};
 }  // namespace
 
 void ProveWorthy() {
+  // Staged: the log is made now, and proves it (MaterializeSlow).
+  if (g.staged.load(std::memory_order_acquire)) {
+    (void)MaterializeSlow();
+    return;
+  }
   if (!g.unproven.exchange(false, std::memory_order_relaxed)) return;
   // Worth a trace: the run always traces this program (preload/learn.h).
-  if (g.forked_image) return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  char exe[kExecPathMax];
-  ExecPath(exe, sizeof exe);
-  learn::Note(g.config.learn_path, OwnLearnKey(exe), log::kLearnTrace);
+  NoteLearned(log::kLearnTrace);
 }
 
 bool MaterializeSlow(bool worthy) {
@@ -1209,10 +1215,10 @@ bool MaterializeSlow(bool worthy) {
     // Who it is (RecordProcessInfo left it for now). A fork's image has no
     // record of its own, as when its log starts unstaged.
     if (!g.forked_image && g.argv != nullptr) WriteProcessInfo(g.argc, g.argv, /*wait=*/false);
-    g.unproven.store(true, std::memory_order_relaxed);
-    if (worthy) ProveWorthy();
+    if (worthy) ProveWorthy();  // (unproven since the log began staged)
   }
   if (g.log_fd < 0) {
+    g.unproven.store(false, std::memory_order_relaxed);  // not traced: nothing to learn
     Unbind();
     g.phase.store(Phase::kDisabled, std::memory_order_seq_cst);
   }
@@ -2011,8 +2017,7 @@ void KernelSchedTick(uint64_t now) {
   // (a long grep or sort, one reading a pipe). They start at its first tick
   // after it turns worth a trace.
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
-      !g.ending.load(std::memory_order_relaxed) && !g.staged.load(std::memory_order_relaxed) &&
-      !g.unproven.load(std::memory_order_relaxed)) {
+      !g.ending.load(std::memory_order_relaxed) && !g.unproven.load(std::memory_order_relaxed)) {
     MaybeStartKernelSched(/*second_thread=*/false);
   }
 }

@@ -1753,7 +1753,7 @@ void RecordHeap(uint64_t live_bytes) {
   }
   if (r == nullptr) return;
   TracerScope tracer;
-  if (g.staged.load(std::memory_order_relaxed) || g.unproven.load(std::memory_order_relaxed)) {
+  if (g.unproven.load(std::memory_order_relaxed)) {
     // A heap that moved 1 MiB from where it began is worth a trace
     // (log_summary.cc: LogSummary::quiet).
     g.staged_heap_lo = std::min(g.staged_heap_lo, live_bytes);

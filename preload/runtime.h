@@ -154,10 +154,10 @@ struct Globals {
   // writes into plain memory until MaterializeSlow makes the file. Only in
   // a one-thread descendant under the launcher (StagingAllowed).
   std::atomic<bool> staged{false};
-  // Its log was made only to be safe from a kill (a wait that may not end,
-  // the kernel's records, a full buffer), not because the process did
-  // anything worth a trace: until it does (Materialize), it may still end
-  // quiet and count as such in the run's learn table (preload/learn.h).
+  // Nothing worth a trace yet (Materialize): while staged, and after a log
+  // made only to be safe from a kill (a wait that may not end, the
+  // kernel's records, a full buffer). Such a process may still end quiet
+  // and count as such in the run's learn table (preload/learn.h).
   std::atomic<bool> unproven{false};
   uint64_t staged_heap_lo = ~uint64_t{0};  // the heap's range while staged
   uint64_t staged_heap_hi = 0;
@@ -231,9 +231,7 @@ GT_NOINLINE bool MaterializeSlow(bool worthy = true);
 // unproven one is proven (the run's learn table says so).
 GT_NOINLINE void ProveWorthy();
 GT_ALWAYS_INLINE void Materialize() {
-  if (GT_UNLIKELY(g.staged.load(std::memory_order_relaxed))) (void)MaterializeSlow();
-  else if (GT_UNLIKELY(g.unproven.load(std::memory_order_relaxed)))
-    ProveWorthy();
+  if (GT_UNLIKELY(g.unproven.load(std::memory_order_relaxed))) ProveWorthy();
 }
 // A staged process about to do I/O on a descriptor of class `cls` (system
 // call `sysno`): makes its log first if the call may wait without bound (a
