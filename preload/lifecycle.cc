@@ -1675,22 +1675,24 @@ void BeforeFork() {
 }
 
 void AtForkChild() {
+  // What the parent's other threads held or were doing at the fork is
+  // nobody's in the child, whose only thread would wait for it (H12): the
+  // tracer's locks, a trace window the control thread was writing (the
+  // child's exit waited a minute for it), module reads and unloads (none
+  // holds the child's dlclose back). The descriptor classes start empty
+  // (fdclass::WipeOnFork).
+  internal::UnlockAfterFork();
+  if (g_window_busy.load(std::memory_order_relaxed))
+    g_window_busy.store(false, std::memory_order_relaxed);
+  unwind::ProcessCode().AfterFork();
   fdclass::AfterForkChild();
   // The child's log, when it makes one, decides for itself (StartLog).
   g.staged.store(false, std::memory_order_relaxed);
   g.ending.store(false, std::memory_order_relaxed);  // the child's life begins
-  // Module reads and unloads in progress in the parent's other threads
-  // ended with the fork: none holds the child's dlclose back.
-  unwind::ProcessCode().AfterFork();
   // The control channel is the parent's (its thread is not in the child);
   // a child of a paused process stays untraced, a window's child traces its
   // whole life into a trace of its own (not a window).
   ControlAfterFork();
-  // A window being opened or written by the parent's control thread at the
-  // fork: that thread is not in the child, whose exit would wait for it
-  // (AwaitWindowOp) for a minute.
-  if (g_window_busy.load(std::memory_order_relaxed))
-    g_window_busy.store(false, std::memory_order_relaxed);
   if (g.window != 0) g.window = 0;
   if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
     g.phase.store(Phase::kDisabled, std::memory_order_release);

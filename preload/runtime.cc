@@ -110,10 +110,7 @@ bool PoolInit(size_t buffer_kb) {
 }
 uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), g_max_threads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
-void UnlockAfterFork();
-
 void PoolForgetForChild() {
-  UnlockAfterFork();
   // Only the calling thread survives a fork, and the region maps the
   // parent's log: nothing of it is the child's, and nothing may write it.
   // No path reaches it without a record of this thread's (cleared here) or
@@ -548,17 +545,6 @@ std::atomic_flag g_trim_lock = ATOMIC_FLAG_INIT;
 uint8_t* g_trim_buf = nullptr;          // a slot's worth, for reading a chunk back
 }  // namespace
 
-// In a fork child, before anything of the tracer runs there (H12): a lock
-// another thread of the parent held at the fork (growing the log, trimming
-// the flight recorder's queue) stays held in the child, whose only thread
-// then waited for it for ever at its log's start: the fork-storm scenario
-// hung once in a CI run, its child spinning in GrowFile. Read first: no
-// store, and so no copy of the page, in the usual fork.
-void UnlockAfterFork() {
-  if (g_grow_lock.test(std::memory_order_relaxed)) g_grow_lock.clear(std::memory_order_relaxed);
-  if (g_trim_lock.test(std::memory_order_relaxed)) g_trim_lock.clear(std::memory_order_relaxed);
-}
-
 void FlightReset() {
   if (!g.config.flight) return;
   if (g_fq == nullptr) {
@@ -766,8 +752,18 @@ ProcLock::~ProcLock() {
 // that this thread holds, H21), nor do signal handlers: they try once.
 ProcLock::ProcLock(Try) : held_(!g_proc_lock.test_and_set(std::memory_order_acquire)) {}
 
+// In a fork child, before anything of the tracer runs there (H12): a lock
+// another thread of the parent held at the fork (growing the log, trimming
+// the flight recorder's queue, the process stream) stays held in the
+// child, whose only thread would wait for it for ever: the fork-storm
+// scenario hung once in a CI run, its child spinning in GrowFile. Read
+// first: no store, and so no copy of the page, in the usual fork.
+void UnlockAfterFork() {
+  for (std::atomic_flag* f : {&g_grow_lock, &g_trim_lock, &g_proc_lock})
+    if (f->test(std::memory_order_relaxed)) f->clear(std::memory_order_relaxed);
+}
+
 void ProcInit(Tick base) {
-  g_proc_lock.clear(std::memory_order_release);  // a forked child may inherit it taken
   g_proc.window = g_region;
   g_proc.serial = log::kProcessSerial;
   g_proc.tid = 0;

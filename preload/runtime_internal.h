@@ -32,6 +32,9 @@ inline constexpr uint32_t kMaxThreads = 1u << 13;
 
 // --- The pool of thread records ----------------------------------------------
 bool PoolInit(size_t buffer_kb);       // reserves the memory (once per process); sets g.slot_bytes
+// In a fork child, first thing: releases the tracer's locks that another
+// thread of the parent held at the fork (runtime.cc).
+void UnlockAfterFork();
 uint32_t PoolUsed();                   // high-water mark of slots
 ThreadRec* PoolSlot(uint32_t i);
 // In a forked child (or after a failed exec): every record and window
