@@ -132,7 +132,7 @@ void Record(uintptr_t self) {
     if (seen_self && Add(m->l_addr, m->l_name, m->l_ld) != 0) break;
   }
   if (seen_self) return;
-  g_nobjects = 0;
+  // (Nothing was added: objects count only after ours.)
   Scan scan{self, false};
   dl_iterate_phdr(OnObject, &scan);
 }
