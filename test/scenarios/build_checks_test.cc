@@ -29,13 +29,6 @@ std::set<std::string> Lines(const std::string& s) {
   return out;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 TEST_CASE("libgotrace.so exports exactly the functions defined with GT_EXPORT", "[build]") {
   ProcResult nm = RunProcess({"nm", "-D", "--defined-only", "--format=just-symbols", PreloadLib()});
   REQUIRE(nm.Exited(0));

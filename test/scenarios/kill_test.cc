@@ -141,8 +141,7 @@ KillRun RunAndKill(const TempDir& dir, const std::string& out, const std::vector
   // The pipe closes when the program dies (or exits), before tracewrap's
   // recovery: a kill still due is sent to nobody (the program ended first).
   waitpid(wrap, &k.status, 0);
-  std::ifstream in(err_path);
-  k.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  k.err = Slurp(err_path);
   fs::remove(err_path);
   return k;
 }

@@ -503,8 +503,7 @@ TEST_CASE("started with stderr closed: no line of ours lands in the program's fi
     const ProcResult r = RunProcess(argv, o);
     INFO(r.Describe() << "\n" << r.err);
     CHECK(r.out == "data on descriptor 2\n");
-    std::ifstream in(data);
-    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string content = Slurp(data);
     CHECK(content == "data\n");
     CHECK(CheckAllTraces(dir) >= 1);
   }

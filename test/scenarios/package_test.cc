@@ -30,13 +30,6 @@ const std::vector<std::string> kUnset = {"LD_PRELOAD",      "GOTRACE_OUT",    "G
                                          "GOTRACE_DEPTH",   "GOTRACE_EVENTS", "GOTRACE_QUIET",
                                          "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG", "GOTRACE_LIB"};
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Traces the sleepers scenario with `tracewrap` (GOTRACE_LIB as given, or
 // unset so the script finds its own library) and checks the trace with Go.
 void TraceSleepersWith(const std::string& tracewrap, const std::string& lib, const TempDir& dir) {
@@ -74,7 +67,7 @@ TEST_CASE("first-use build: scripts/build needs no Catch2 and its result traces"
   CHECK(r.out.empty());  // tracewrap runs it before the program writes to stdout
   CHECK_THAT(r.err, Catch::Contains("Catch2 v2 not found: tests not built"));
   CHECK_FALSE(fs::exists(build + "/test"));  // nothing of test/ was configured
-  CHECK(ReadFile(build + "/CMakeCache.txt").find("GOTRACE_BUILD_TESTS:STRING=AUTO") !=
+  CHECK(Slurp(build + "/CMakeCache.txt").find("GOTRACE_BUILD_TESTS:STRING=AUTO") !=
         std::string::npos);
   for (const char* f : {"libgotrace.so", "libgotrace_encode.so", "gotrace"}) {
     INFO(f);
@@ -142,9 +135,9 @@ TEST_CASE("Debian package: cpack -G DEB, dpkg -x, trace with the extracted copy"
   CHECK(fs::exists(root + "/usr/include/gotrace/annotate.h") == has_header);
   CHECK(fs::exists(root + "/usr/include") == has_header);
   // Man pages are the commands' --help text.
-  CHECK_THAT(ReadFile(root + "/usr/share/man/man1/gotrace.1"),
+  CHECK_THAT(Slurp(root + "/usr/share/man/man1/gotrace.1"),
              Catch::StartsWith(".TH GOTRACE 1") && Catch::Contains("gotrace encode"));
-  CHECK_THAT(ReadFile(root + "/usr/share/man/man1/tracewrap.1"),
+  CHECK_THAT(Slurp(root + "/usr/share/man/man1/tracewrap.1"),
              Catch::StartsWith(".TH TRACEWRAP 1") && Catch::Contains("--output"));
 
   // The extracted tracewrap finds the extracted library (its installed-layout

@@ -226,8 +226,7 @@ TEST_CASE("report: tracewrap --report reports the traces of the run", "[report][
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out == "slept\n");
-  std::ifstream in(dir.File("report.txt"));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = Slurp(dir.File("report.txt"));
   CHECK_THAT(text, Catch::StartsWith("== " + dir.File("run.trace") + "\n"));
   CHECK_THAT(text, Catch::Contains("sleeper (tid "));
   // To stderr without a file; the program's exit status is kept.

@@ -38,13 +38,6 @@ ProcResult Wrap(const std::vector<std::string>& args, const TempDir& dir,
   return RunProcess(argv, o);
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void WriteFile(const std::string& path, const std::string& text, fs::perms perms) {
   std::ofstream(path) << text;
   fs::permissions(path, perms);
@@ -441,21 +434,6 @@ TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for e
     CHECK(SortedSamples(pd.traces) == SortedSamples(px.traces));
     CHECK(pd.raw.find(scenario + ".c") != std::string::npos);  // also matches .cc
   }
-}
-
-// The index entry of the first process whose argv starts with `argv0`.
-std::string IndexEntry(const std::string& index, const std::string& argv0) {
-  const size_t at = index.find("\"argv\": [\"" + argv0 + "\"");
-  if (at == std::string::npos) return "";
-  const size_t begin = index.rfind('{', at);
-  return index.substr(begin, index.find('}', index.find("\"records\": ", at)) - begin + 1);
-}
-
-// An index entry's trace file (relative to the index), or "" if it has none.
-std::string EntryTrace(const std::string& entry) {
-  const size_t t = entry.find("\"trace\": \"");
-  if (t == std::string::npos) return "";
-  return entry.substr(t + 10, entry.find('"', t + 10) - t - 10);
 }
 
 TEST_CASE("staging: a quiet process leaves a journal entry, not a log; one that turns out worth a trace keeps all it recorded",

@@ -7,11 +7,12 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include <algorithm>
-
-#include <catch2/catch.hpp>
 #include <dirent.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,27 @@ inline std::string Scenario(const std::string& name) {
   return std::string(GOTRACE_SCENARIO_DIR) + "/" + name;
 }
 inline std::string PreloadLib() { return std::string(GOTRACE_BUILD_DIR) + "/libgotrace.so"; }
+
+// A file's bytes ("" if it cannot be read).
+inline std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// In a run's index (TRACE.index.json): the entry of the first process whose
+// argv starts with `argv0`, and an entry's trace file (relative to the
+// index); "" when there is none.
+inline std::string IndexEntry(const std::string& index, const std::string& argv0) {
+  const size_t at = index.find("\"argv\": [\"" + argv0 + "\"");
+  if (at == std::string::npos) return "";
+  const size_t begin = index.rfind('{', at);
+  return index.substr(begin, index.find('}', index.find("\"records\": ", at)) - begin + 1);
+}
+inline std::string EntryTrace(const std::string& entry) {
+  const size_t t = entry.find("\"trace\": \"");
+  if (t == std::string::npos) return "";
+  return entry.substr(t + 10, entry.find('"', t + 10) - t - 10);
+}
 
 // Whether the traced program's stderr says the kernel's events were refused
 // here (perf_event_paranoid, a seccomp filter): then a test of what they

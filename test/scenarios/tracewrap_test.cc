@@ -345,14 +345,10 @@ TEST_CASE("tracewrap: run as root, a process that gives up root keeps its log, t
   REQUIRE(r.Exited(0));
   CHECK(r.out == "ok-65534\n");
   CHECK_THAT(r.err, !Catch::Contains("cannot create"));
-  std::ifstream in(dir.File("n.trace.index.json"));
-  const std::string index((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string index = Slurp(dir.File("n.trace.index.json"));
   INFO(index);
-  const size_t at = index.find("\"argv\": [\"sh\", \"-c\"");
-  REQUIRE(at != std::string::npos);
-  const size_t t = index.find("\"trace\": \"", at);
-  REQUIRE(t != std::string::npos);
-  const std::string trace = index.substr(t + 10, index.find('"', t + 10) - t - 10);
+  const std::string trace = EntryTrace(IndexEntry(index, "sh"));
+  REQUIRE(!trace.empty());
   const ParsedTrace p = ParseWithGo(dir.File(trace));
   INFO(p.error);
   REQUIRE(p.ok);

@@ -95,10 +95,6 @@ class Service {
   std::string Err() const { return Slurp(dir_ + "/err.txt"); }
 
  private:
-  static std::string Slurp(const std::string& path) {
-    std::ifstream f(path);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
   std::string dir_;
   pid_t pid_ = 0;
   int stdin_ = -1;
