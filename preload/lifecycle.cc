@@ -1704,8 +1704,10 @@ void AtForkChild() {
   sys::Close(g.log_fd);  // the parent's
   g.log_fd = -1;
   g.flusher_running.store(false);
+  // No ErrnoGuard: nothing below sets errno (raw system calls), and its
+  // __errno_location was a page fault of libc's code in every fork child
+  // of a traced shell (issue 18).
   TracerScope tracer;
-  ErrnoGuard errno_guard;
   // The parent's slots are mapped here (MAP_SHARED): nothing may write to
   // them, followed or not (replaced when the child starts a log).
   PoolForgetForChild();
@@ -1717,7 +1719,9 @@ void AtForkChild() {
   // One thread now: this one, counted whether or not it was before.
   g.app_threads.store(1, std::memory_order_relaxed);
   g.flusher_retired.store(false);
-  if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
+  // The thread's live key is set when the child starts its log
+  // (StartForkChildLog): a child that execs or exits first never needs it,
+  // and pthread_setspecific was one more page of libc's code per fork.
   // The process began now: its log's start, whenever the log is made.
   g.start_ns = sys::MonotonicNs();
   g.start_ticks = sys::Ticks();
@@ -1940,8 +1944,11 @@ uint32_t StartForkChildLog() {
   NoteKernelSchedLater();
   // The thread that forked is the child's first (its tid is the pid); a
   // thread the child made before recording anything (its pthread_create
-  // would have started the log) is not.
+  // would have started the log) is not. It is counted (AtForkChild set
+  // app_threads to 1) whether or not it was in the parent: its end ends
+  // the count.
   if (sys::GetTid() == g.pid) {
+    if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
     RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
                               log::kThreadMain | log::kThreadExisted);
   }
