@@ -47,9 +47,14 @@ int main(void) {
   sigaction(SIGUSR1, &sa, NULL);
   pthread_t t;
   pthread_create(&t, NULL, reader, NULL);
+  // One signal at a time: a second SIGUSR1 sent while the first is still
+  // pending is merged with it (standard signals do not queue), and the
+  // reader then waited for ever for its fifth byte (a busy machine, where
+  // the reader did not run within the 5 ms between two sends).
   for (int i = 0; i < 5; i++) {
     usleep(5000);
     pthread_kill(t, SIGUSR1);
+    while (handled <= i) usleep(500);
   }
   void* eintr;
   pthread_join(t, &eintr);
