@@ -89,7 +89,7 @@ bool PoolInit(size_t buffer_kb) {
   g_rec_bytes = (sizeof(ThreadRec) + 4095) & ~size_t{4095};
   g_pool_stride = g_rec_bytes + g.slot_bytes;
   // Problem: an address-space limit (ulimit -v, as test harnesses set)
-  // counts reserved memory, and the room for kMaxThreads records (600 MiB
+  // counts reserved memory, and the room for kMaxThreads records (672 MiB
   // at the default buffer; 5 GiB when it was 65,536) can be more than such
   // a limit allows: every process
   // said "cannot reserve memory for the tracer" and ran untraced. Under a
@@ -1028,7 +1028,8 @@ unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, 
   }
   unwind::Regs regs;
   if (!unwind::RegsFromFrame(frame, b, &regs)) return unwind::WalkResult{};
-  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth);
+  unwind::WalkMemo* memo = &r->walk_memo[((regs.pc >> 4) ^ (regs.pc >> 12)) & (kWalkMemoWays - 1)];
+  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth, memo);
 }
 
 }  // namespace internal

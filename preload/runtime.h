@@ -28,6 +28,7 @@
 #include "encoder/log_writer.h"
 #include "preload/config.h"
 #include "preload/sys/clock.h"
+#include "unwind/cfi_unwind.h"
 
 #define GT_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define GT_NOINLINE __attribute__((noinline))
@@ -74,6 +75,7 @@ struct StackCacheEntry {
   uint64_t pcs[log::kMaxStackDepth];
 };
 inline constexpr size_t kStackCacheWays = 8;
+inline constexpr size_t kWalkMemoWays = 4;
 
 struct ThreadRec {
   SlotStream s;
@@ -100,6 +102,10 @@ struct ThreadRec {
   // reused record's entries stay valid: a stack id stands for the same PCs
   // in the same epoch for the whole process.
   StackCacheEntry stack_cache[kStackCacheWays];
+  // The thread's last walks, by start address (unwind::WalkMemo): a loop
+  // that waits or calls the kernel from the same frames again reads its
+  // stack words instead of walking. Not initialised either (see above).
+  unwind::WalkMemo walk_memo[kWalkMemoWays];
 };
 
 // The single per-thread state: POD, initial-exec TLS (G4, H23).

@@ -13,11 +13,42 @@ namespace {
 // touched. A large interpreter's waits meet a few thousand return addresses.
 constexpr unsigned kRowCacheLog2 = 15;
 
-// A word of the stack, if it is inside the bounds and aligned.
-inline bool ReadStack(FpBounds b, uintptr_t a, uintptr_t* v) {
+// The stack words a walk read, in order (WalkMemo). A walk whose tape fills
+// up is not memoized.
+struct Tape {
+  WalkMemo* memo;
+  uint32_t n;
+  bool full;
+  bool uses_fp;  // the start's fp was used
+  void Note(uintptr_t lo, uintptr_t a, uintptr_t v) {
+    if (n == WalkMemo::kMaxReads || a - lo > UINT32_MAX) {
+      full = true;
+      return;
+    }
+    memo->read_off[n] = static_cast<uint32_t>(a - lo);
+    memo->read_val[n] = v;
+    ++n;
+  }
+};
+
+// A word of the stack, if it is inside the bounds and aligned. With a tape,
+// noted as read (the walk depends on its value).
+inline bool ReadStack(FpBounds b, uintptr_t a, uintptr_t* v, Tape* t = nullptr) {
   if ((a & 7) != 0 || a < b.lo || b.hi < 8 || a > b.hi - 8) return false;
   *v = StackWord(b, a);
+  if (t != nullptr) t->Note(b.lo, a, *v);
   return true;
+}
+
+// A frame pointer's value is about to be used (r.fp_valid): the walk
+// depends on the word it was read from, or on the start's fp.
+inline void UseFp(const Regs& r, FpBounds b, Tape* t) {
+  if (t == nullptr) return;
+  if (r.fp_at == 0) {
+    t->uses_fp = true;
+  } else {
+    t->Note(b.lo, r.fp_at, r.fp);
+  }
 }
 
 struct Lookup {
@@ -95,7 +126,7 @@ bool RowForSlow(const UnwindContext& cx, uintptr_t pc, UnwindRow* row, Lookup* l
 
 // One frame up from r by row. Returns false with *end set when the walk
 // stops here.
-bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* end) {
+bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* end, Tape* t) {
   switch (row.kind) {
     case UnwindRow::kOutermost: *end = WalkEnd::kOutermost; return false;
     case UnwindRow::kSignal: *end = WalkEnd::kSignalFrame; return false;
@@ -108,16 +139,17 @@ bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* 
         *end = WalkEnd::kNoUnwindInfo;
         return false;
       }
+      UseFp(r, b, t);
       if (r.fp == 0) {
         *end = WalkEnd::kOutermost;
         return false;
       }
       uintptr_t saved_fp, ra;
-      if (r.fp < r.sp || !ReadStack(b, r.fp, &saved_fp) || !ReadStack(b, r.fp + 8, &ra)) {
+      if (r.fp < r.sp || !ReadStack(b, r.fp, &saved_fp) || !ReadStack(b, r.fp + 8, &ra, t)) {
         *end = WalkEnd::kNoUnwindInfo;
         return false;
       }
-      *next = Regs{ra, r.fp + 16, saved_fp, true};
+      *next = Regs{ra, r.fp + 16, saved_fp, true, r.fp};
       return true;
     }
     default: *end = WalkEnd::kNoUnwindInfo; return false;
@@ -126,28 +158,34 @@ bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* 
   if (row.cfa_reg == UnwindRow::kSp) {
     cfa = r.sp + static_cast<intptr_t>(row.cfa_off);
   } else if (r.fp_valid) {
+    UseFp(r, b, t);
     cfa = r.fp + static_cast<intptr_t>(row.cfa_off);
   } else {
     *end = WalkEnd::kNoUnwindInfo;
     return false;
   }
-  if (row.cfa_deref != 0 && !ReadStack(b, cfa, &cfa)) {
+  if (row.cfa_deref != 0 && !ReadStack(b, cfa, &cfa, t)) {
     *end = WalkEnd::kBadFrame;
     return false;
   }
   uintptr_t ra;
-  if (cfa <= r.sp || cfa > b.hi || !ReadStack(b, cfa + static_cast<intptr_t>(row.ra_off), &ra)) {
+  if (cfa <= r.sp || cfa > b.hi || !ReadStack(b, cfa + static_cast<intptr_t>(row.ra_off), &ra, t)) {
     *end = WalkEnd::kBadFrame;
     return false;
   }
-  Regs n{ra, cfa, r.fp, r.fp_valid};
+  // The caller's fp is read, not used: the tape notes it when a rule uses
+  // it (UseFp).
+  Regs n{ra, cfa, r.fp, r.fp_valid, r.fp_at};
   switch (row.fp_rule) {
     case UnwindRow::kSame: break;
     case UnwindRow::kAtCfa:
-      n.fp_valid = ReadStack(b, cfa + static_cast<intptr_t>(row.fp_off), &n.fp);
+      n.fp_at = cfa + static_cast<intptr_t>(row.fp_off);
+      n.fp_valid = ReadStack(b, n.fp_at, &n.fp);
       break;
     case UnwindRow::kAtFp:
-      n.fp_valid = r.fp_valid && ReadStack(b, r.fp + static_cast<intptr_t>(row.fp_off), &n.fp);
+      if (r.fp_valid) UseFp(r, b, t);
+      n.fp_at = r.fp + static_cast<intptr_t>(row.fp_off);
+      n.fp_valid = r.fp_valid && ReadStack(b, n.fp_at, &n.fp);
       break;
     default: n.fp_valid = false;
   }
@@ -157,7 +195,7 @@ bool Step(const UnwindRow& row, const Regs& r, FpBounds b, Regs* next, WalkEnd* 
 }
 
 WalkResult AutoWalk(const UnwindContext& cx, const Regs& start, FpBounds b, uint64_t* pcs,
-                    size_t max) {
+                    size_t max, Tape* t = nullptr) {
   WalkResult res;
   Lookup lk{cx.code->generation(), CodeMemo{}, false};
   UnwindRow row;
@@ -174,7 +212,7 @@ WalkResult AutoWalk(const UnwindContext& cx, const Regs& start, FpBounds b, uint
   Regs r = start;
   for (;;) {
     Regs next;
-    if (!Step(row, r, b, &next, &res.end)) break;
+    if (!Step(row, r, b, &next, &res.end, t)) break;
     if (!RowFor(cx, next.pc, &row, &lk)) {
       res.end = WalkEnd::kNotCode;
       res.bad_pc = next.pc;
@@ -253,6 +291,61 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
     res = mode == WalkMode::kAuto && CfiSupported() ? AutoWalk(cx, start, b, pcs, max)
                                                      : FpWalk(cx, start, b, pcs, max);
     if (cx.code->version() == v && cx.code->generation() == gen) break;
+  }
+  return res;
+}
+
+WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBounds b,
+                uint64_t* pcs, size_t max, WalkMemo* memo) {
+  if (memo == nullptr || mode != WalkMode::kAuto || !CfiSupported() || b.copy != nullptr ||
+      max > WalkMemo::kMaxPcs) {
+    return Walk(cx, mode, start, b, pcs, max);
+  }
+  const uint32_t v = cx.code->version(), gen = cx.code->generation();
+  WalkMemo& m = *memo;
+  if (m.valid != 0 && m.version == v && m.gen == gen && m.max == max && m.lo == b.lo &&
+      m.hi == b.hi && m.pc == start.pc && m.sp == start.sp &&
+      (m.uses_fp == 0 || m.fp == start.fp) && m.fp_valid == static_cast<uint32_t>(start.fp_valid) &&
+      start.fp_at == 0) {
+    // Every word the walk read, as it was (each inside the same bounds).
+    uint32_t i = 0;
+    while (i < m.nreads && StackWord(b, b.lo + m.read_off[i]) == m.read_val[i]) ++i;
+    if (i == m.nreads) {
+      __builtin_memcpy(pcs, m.pcs, m.res_n * sizeof(uint64_t));
+      WalkResult res;
+      res.n = m.res_n;
+      res.end = m.res_end;
+      res.bad_pc = m.res_bad_pc;
+      return res;
+    }
+  }
+  m.valid = 0;
+  Tape t{&m, 0, false, false};
+  WalkResult res = AutoWalk(cx, start, b, pcs, max, &t);
+  if (cx.code->version() != v || cx.code->generation() != gen) {
+    // The map changed during the walk: as Walk does, without a memo.
+    return Walk(cx, mode, start, b, pcs, max);
+  }
+  // Not kept: a walk that met code the map does not know yet (a library
+  // loaded since: the caller rescans), or that read no tables (an unload
+  // under way), or whose reads overflowed the tape.
+  if (!t.full && !res.stale_map && res.end != WalkEnd::kNotCode && start.fp_at == 0) {
+    m.nreads = t.n;
+    m.version = v;
+    m.gen = gen;
+    m.max = static_cast<uint32_t>(max);
+    m.lo = b.lo;
+    m.hi = b.hi;
+    m.pc = start.pc;
+    m.sp = start.sp;
+    m.fp = start.fp;
+    m.fp_valid = start.fp_valid ? 1 : 0;
+    m.uses_fp = t.uses_fp ? 1 : 0;
+    m.res_n = static_cast<uint32_t>(res.n);
+    m.res_end = res.end;
+    m.res_bad_pc = res.bad_pc;
+    __builtin_memcpy(m.pcs, pcs, res.n * sizeof(uint64_t));
+    m.valid = 1;
   }
   return res;
 }

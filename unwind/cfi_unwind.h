@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "unwind/code_map.h"
 #include "unwind/fp_unwind.h"
@@ -41,6 +42,11 @@ enum class WalkMode : uint8_t { kFp, kAuto };
 struct Regs {
   uintptr_t pc = 0, sp = 0, fp = 0;
   bool fp_valid = true;
+  // Where fp was read from on the stack, 0 for a start register: a walk
+  // depends on a frame pointer's value only where a rule uses it (in code
+  // without frame pointers rbp is data, saved and restored by every frame),
+  // so a WalkMemo checks that word only then.
+  uintptr_t fp_at = 0;
 };
 
 // The registers at the return into the caller of a function whose frame
@@ -63,6 +69,48 @@ bool CfiSupported();
 // max return addresses.
 WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBounds b,
                 uint64_t* pcs, size_t max);
+
+// Problem: a program that waits or makes system calls in a loop (sqlite3's
+// sorter: 280,000 pread and pwrite calls on its temporary files) has its
+// stack walked each time from the same frame through the same frames, one
+// row-cache look-up and a few stack reads per frame (1 to 5 us a stack).
+// A walk is a function of its start registers, its bounds, the code map's
+// state (version and generation: the rows it looked up) and the stack words
+// it read: a memo keeps all of those with the walk's answer, and a walk
+// that finds them all as they were returns that answer after reading the
+// same words again (a few ns a frame) instead of looking up any row. Sound
+// by construction: the same inputs give the same walk. Only live stacks
+// (not a sample's copy), auto mode, x86_64.
+struct WalkMemo {
+  static constexpr uint32_t kMaxReads = 2 * 64 + 4;  // a walk that reads more: not memoized
+  static constexpr uint32_t kMaxPcs = 64;  // a deeper walk (GOTRACE_DEPTH > 64): not memoized
+  // No member initializers: a memo in a thread's record is written by its
+  // first walk, not when the record is made (a page fault for every thread
+  // and process that never walks a stack). Zeroed memory is an empty memo;
+  // one left by an earlier thread in a reused record is checked like any
+  // other (it holds only if this thread's stack reads the same).
+  uint32_t valid;
+  uint32_t nreads;
+  uint32_t version, gen;
+  uint32_t max;
+  uint32_t fp_valid;
+  uint32_t uses_fp;  // whether the walk used the start's fp (else any will do)
+  uintptr_t lo, hi;
+  uintptr_t pc, sp, fp;  // the start registers
+  uint32_t res_n;        // the walk's answer (stale_map is never kept)
+  WalkEnd res_end;
+  uintptr_t res_bad_pc;
+  uint32_t read_off[kMaxReads];  // from lo
+  uintptr_t read_val[kMaxReads];
+  uint64_t pcs[kMaxPcs];
+};
+static_assert(std::is_trivially_default_constructible_v<WalkMemo>,
+              "a memo is written by its first walk, not when it is made");
+
+// Walk, with memo (nullptr: none): its answer when the memo holds for this
+// walk, else a walk that refills the memo when it can.
+WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBounds b,
+                uint64_t* pcs, size_t max, WalkMemo* memo);
 
 // Cuts another unwinder's return addresses (libunwind's) at the first that
 // is not code. n == max is reported as kDepth. libunwind does not say why it

@@ -459,6 +459,68 @@ TEST_CASE("auto walk over a fake stack described by CFI, and by frame pointers",
     CHECK(r.n == 0);
     CHECK(r.end == WalkEnd::kNotCode);
   }
+  SECTION("a memo gives the walk's answer, and holds only while every word read is as it was") {
+    WalkMemo memo{};  // zeroed: empty
+    uint64_t plain[16];
+    const WalkResult first = Walk(cx, WalkMode::kAuto, start, b, pcs, 16, &memo);
+    const WalkResult want = Walk(cx, WalkMode::kAuto, start, b, plain, 16);
+    REQUIRE(first.n == want.n);
+    CHECK(std::equal(pcs, pcs + first.n, plain));
+    REQUIRE(memo.valid == 1);
+    // Answered from the memo: another row cache, left empty, is never asked.
+    auto rows2 = std::make_unique<RowCache>();
+    REQUIRE(rows2->Init(8));
+    const UnwindContext cx2{map.get(), rows2.get()};
+    std::fill(std::begin(pcs), std::end(pcs), 0);
+    const WalkResult again = Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo);
+    CHECK(again.n == want.n);
+    CHECK(again.end == want.end);
+    CHECK(std::equal(pcs, pcs + again.n, plain));
+    UnwindRow row;
+    CHECK_FALSE(rows2->Find(start.pc, map->generation(), &row));
+    // A word the walk did not read changes nothing; one it read (outer_fn's
+    // return address) is a new walk, and a new memo.
+    stack[40] = 0xdead;
+    CHECK(Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo).n == 3);
+    CHECK_FALSE(rows2->Find(start.pc, map->generation(), &row));
+    stack[13] = c.fp_fn + 0x20;
+    const WalkResult moved = Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo);
+    CHECK(rows2->Find(start.pc, map->generation(), &row));
+    REQUIRE(moved.n >= 3);
+    CHECK(pcs[2] == c.fp_fn + 0x20);
+    // Other start registers, bounds or depth: not this memo's walk.
+    const WalkResult cut = Walk(cx, WalkMode::kAuto, start, b, pcs, 2, &memo);
+    CHECK(cut.n == 2);
+    CHECK(cut.end == WalkEnd::kDepth);
+    // A walk that met no code is not kept.
+    const Regs s4{0x1234, at(0), 0, true};
+    CHECK(Walk(cx, WalkMode::kAuto, s4, b, pcs, 16, &memo).end == WalkEnd::kNotCode);
+    CHECK(memo.valid == 0);
+  }
+  SECTION("a memo's answers are the walk's, whatever the stack holds") {
+    std::mt19937_64 rng(7);
+    WalkMemo memo{};
+    uint64_t plain[16];
+    for (int round = 0; round < 5000; ++round) {
+      // Few changes between walks, so that the memo is often asked.
+      for (int k = 0; k < 3; ++k) {
+        uintptr_t& w = stack[rng() % 16];
+        switch (rng() % 4) {
+          case 0: w = rng(); break;
+          case 1: w = at(rng() % 64); break;
+          case 2: w = c.code + rng() % 0x600; break;
+          default: break;  // unchanged
+        }
+      }
+      const Regs s{c.code + (rng() % 4) * 0x10 + 0x100 * (rng() % 2), at(rng() % 4),
+                   stack[rng() % 16], true};
+      const WalkResult r = Walk(cx, WalkMode::kAuto, s, b, pcs, 16, &memo);
+      const WalkResult p = Walk(cx, WalkMode::kAuto, s, b, plain, 16);
+      REQUIRE(r.n == p.n);
+      CHECK(r.end == p.end);
+      CHECK(std::equal(pcs, pcs + r.n, plain));
+    }
+  }
   SECTION("random stack contents never fault, every frame is code") {
     std::mt19937_64 rng(3);
     for (int round = 0; round < 5000; ++round) {
