@@ -714,6 +714,28 @@ __attribute__((noinline)) void CaptureBoth(void* arg) {
   __asm__ volatile("" ::: "memory");
 }
 
+// Walks from here twice with a memo (the second time with a row cache left
+// empty: a walk that is not the memo's would fill it), and once without.
+struct MemoWalks {
+  FpBounds stack{};
+  WalkMemo memo{};
+  RowCache* empty_rows = nullptr;
+  uint64_t first[64] = {}, second[64] = {}, plain[64] = {};
+  WalkResult first_r, second_r, plain_r;
+};
+__attribute__((noinline)) void CaptureMemo(void* arg) {
+  auto* w = static_cast<MemoWalks*>(arg);
+  const void* frame = __builtin_frame_address(0);
+  FpBounds b{reinterpret_cast<uintptr_t>(frame), w->stack.hi};
+  Regs regs;
+  REQUIRE(RegsFromFrame(frame, b, &regs));
+  w->first_r = Walk(ProcessUnwind(), WalkMode::kAuto, regs, b, w->first, 64, &w->memo);
+  const UnwindContext empty{&ProcessCode(), w->empty_rows};
+  w->second_r = Walk(empty, WalkMode::kAuto, regs, b, w->second, 64, &w->memo);
+  w->plain_r = Walk(ProcessUnwind(), WalkMode::kAuto, regs, b, w->plain, 64);
+  __asm__ volatile("" ::: "memory");
+}
+
 void ExpectSameAsLibunwind(const Walks& w) {
   INFO("built-in: " << w.mine_r.n << " frames, libunwind: " << w.lu_n);
   REQUIRE(w.mine_r.n >= 8);
@@ -753,6 +775,23 @@ TEST_CASE("auto walk of real code without frame pointers matches libunwind", "[u
     });
     t.join();
     ExpectSameAsLibunwind(w);
+  }
+  SECTION("a memo answers a walk of real code without frame pointers, as the walk would") {
+    auto rows = std::make_unique<RowCache>();
+    REQUIRE(rows->Init(8));
+    MemoWalks w;
+    w.stack = ThreadStack();
+    w.empty_rows = rows.get();
+    testing::NofpChain(5, CaptureMemo, &w);
+    REQUIRE(w.plain_r.n >= 8);
+    for (const WalkResult* r : {&w.first_r, &w.second_r}) {
+      CHECK(r->n == w.plain_r.n);
+      CHECK(r->end == w.plain_r.end);
+    }
+    CHECK(std::equal(w.first, w.first + w.plain_r.n, w.plain));
+    CHECK(std::equal(w.second, w.second + w.plain_r.n, w.plain));
+    UnwindRow row;
+    CHECK_FALSE(rows->Find(w.plain[0], ProcessCode().generation(), &row));  // from the memo
   }
   SECTION("fp mode stops at the first frame without a frame pointer, and is marked") {
     Walks w;
