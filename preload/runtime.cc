@@ -1016,8 +1016,11 @@ unwind::WalkMode BuiltinMode() {
   return g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto;
 }
 
-// The calling thread's stack from its interposer's frame, inside b.
-unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, uint64_t* pcs) {
+// The calling thread's stack from its interposer's frame, inside b. *memo:
+// the walk memo it used, nullptr if none.
+unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, uint64_t* pcs,
+                           unwind::WalkMemo** memo) {
+  *memo = nullptr;
   const unwind::UnwindContext cx = unwind::ProcessUnwind();
   if (g.config.unwind == UnwindMode::kLibunwind) {
     // It refuses (0) a thread whose cached unwind rules may be stale (a
@@ -1028,8 +1031,8 @@ unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, 
   }
   unwind::Regs regs;
   if (!unwind::RegsFromFrame(frame, b, &regs)) return unwind::WalkResult{};
-  unwind::WalkMemo* memo = &r->walk_memo[((regs.pc >> 4) ^ (regs.pc >> 12)) & (kWalkMemoWays - 1)];
-  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth, memo);
+  *memo = &r->walk_memo[((regs.pc >> 4) ^ (regs.pc >> 12)) & (kWalkMemoWays - 1)];
+  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth, *memo);
 }
 
 }  // namespace internal
@@ -1506,11 +1509,12 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   const auto f = reinterpret_cast<uintptr_t>(frame);
   const unwind::FpBounds b{f, r->stack_hi};
   unwind::WalkResult w;
+  unwind::WalkMemo* memo = nullptr;
   if (f >= r->stack_lo && f < r->stack_hi) {
     // libunwind only on the thread's own stack: a hook on a sigaltstack runs
     // in a signal handler (H17).
     for (int attempt = 0;; ++attempt) {
-      w = WalkOwn(r, frame, b, pcs);
+      w = WalkOwn(r, frame, b, pcs, &memo);
       // A return address that the code map does not know but the loader
       // does is in a library loaded since (dlopen is not interposed); a
       // stale map is one that a dlclose left unchecked. Either way: rebuild
@@ -1531,6 +1535,14 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     pcs[0] = reinterpret_cast<const uint64_t*>(frame)[1];
     w.n = unwind::ProcessCode().IsCode(pcs[0]) ? 1 : 0;
     w.end = unwind::WalkEnd::kBadFrame;
+  }
+  // The walk is its memo's (answered by it, or just kept in it), and the id
+  // this thread got for that walk in this log and epoch is noted there: the
+  // rest below would find the same (the thread's stack cache or the depot).
+  const uint32_t base_epoch = g.epoch.load(std::memory_order_relaxed);
+  if (memo != nullptr && memo->valid != 0 && memo->user_valid != 0 &&
+      memo->user[0] == r->s.log_gen && memo->user[1] == base_epoch) {
+    return memo->user[2];
   }
   size_t n = w.n;
   // Frames of our own library occur only at the ends: innermost when an
@@ -1554,14 +1566,22 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   // Issue 14: a stack that does not reach the thread's first frame says so
   // (the high bit of its epoch: log::kStackTruncated), so it is kept apart
   // from a complete stack with the same PCs and shown as cut.
-  const uint32_t epoch = g.epoch.load(std::memory_order_relaxed) |
-                         (w.truncated() || k < n ? log::kStackTruncated : 0);
+  const uint32_t epoch = base_epoch | (w.truncated() || k < n ? log::kStackTruncated : 0);
   StackCacheEntry& e = r->stack_cache[((p[0] >> 4) ^ (p[0] >> 11)) & (kStackCacheWays - 1)];
   // (A window's log defines its stacks anew: an entry of an earlier log's
   // is a miss, and the depot says whether this log has the definition.)
+  auto remember = [&](uint32_t id) {
+    if (memo != nullptr && memo->valid != 0 && id != 0) {
+      memo->user[0] = r->s.log_gen;
+      memo->user[1] = base_epoch;
+      memo->user[2] = id;
+      memo->user_valid = 1;
+    }
+    return id;
+  };
   if (e.n == k && e.epoch == epoch && e.log_gen == r->s.log_gen &&
       std::memcmp(e.pcs, p, k * sizeof(uint64_t)) == 0)
-    return e.id;
+    return remember(e.id);
   bool fresh;
   const uint32_t id = g_depot.Intern(p, k, epoch, &fresh, r->s.log_gen);
   if (id != 0) {
@@ -1570,6 +1590,7 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     e.epoch = epoch;
     e.log_gen = r->s.log_gen;
     std::memcpy(e.pcs, p, k * sizeof(uint64_t));
+    remember(id);
   }
   if (fresh) {
     // A PC outside every known module: something was loaded (dlopen is not

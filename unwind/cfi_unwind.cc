@@ -320,6 +320,7 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
     }
   }
   m.valid = 0;
+  m.user_valid = 0;
   Tape t{&m, 0, false, false};
   WalkResult res = AutoWalk(cx, start, b, pcs, max, &t);
   if (cx.code->version() != v || cx.code->generation() != gen) {

@@ -97,7 +97,12 @@ struct WalkMemo {
   uint32_t uses_fp;  // whether the walk used the start's fp (else any will do)
   uintptr_t lo, hi;
   uintptr_t pc, sp, fp;  // the start registers
-  uint32_t res_n;        // the walk's answer (stale_map is never kept)
+  // The caller's own facts about this walk (preload: the stack id it got
+  // for it, in which log and epoch): cleared whenever the memo changes, so
+  // they hold for the memo's walk as long as user_valid is set.
+  uint32_t user_valid;
+  uint32_t user[3];
+  uint32_t res_n;  // the walk's answer (stale_map is never kept)
   WalkEnd res_end;
   uintptr_t res_bad_pc;
   uint32_t read_off[kMaxReads];  // from lo
