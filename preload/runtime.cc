@@ -1031,7 +1031,20 @@ unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, 
   }
   unwind::Regs regs;
   if (!unwind::RegsFromFrame(frame, b, &regs)) return unwind::WalkResult{};
-  *memo = &r->walk_memo[((regs.pc >> 4) ^ (regs.pc >> 12)) & (kWalkMemoWays - 1)];
+  // The memo of the walk from this frame, else the next in turn: the same
+  // place at several depths (python's GIL waits, a function two callers
+  // use) keeps one memo each.
+  size_t way = 0;
+  while (way < kWalkMemoWays &&
+         (r->walk_key[way][0] != regs.pc || r->walk_key[way][1] != regs.sp)) {
+    ++way;
+  }
+  if (way == kWalkMemoWays) {
+    way = r->walk_next++ % kWalkMemoWays;
+    r->walk_key[way][0] = regs.pc;
+    r->walk_key[way][1] = regs.sp;
+  }
+  *memo = &r->walk_memo[way];
   return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth, *memo);
 }
 

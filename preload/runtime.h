@@ -96,15 +96,21 @@ struct ThreadRec {
   uintptr_t start_pc = 0;
   uint64_t self = 0;          // pthread_self()
   uint64_t thread_flags = 0;  // log::kThreadMain
+  // Which walk each memo below last held (its start pc and sp), so that a
+  // walk finds its memo, if any, without touching the others' pages; and
+  // the next one to replace. A hint: each memo checks itself.
+  uintptr_t walk_key[kWalkMemoWays][2] = {};
+  uint32_t walk_next = 0;
   // Last, so that the fields above share one page. Not value-initialised:
   // a fresh record's memory is zero already (mmap), and zeroing 8 KiB cost
   // every process three page faults (12 us each on the VM measured). A
   // reused record's entries stay valid: a stack id stands for the same PCs
   // in the same epoch for the whole process.
   StackCacheEntry stack_cache[kStackCacheWays];
-  // The thread's last walks, by start address (unwind::WalkMemo): a loop
-  // that waits or calls the kernel from the same frames again reads its
-  // stack words instead of walking. Not initialised either (see above).
+  // The thread's last walks (unwind::WalkMemo), by start pc and sp
+  // (walk_key): a loop that waits or calls the kernel from the same frames
+  // again reads its stack words instead of walking. Not initialised either
+  // (see above).
   unwind::WalkMemo walk_memo[kWalkMemoWays];
 };
 
