@@ -1016,11 +1016,11 @@ unwind::WalkMode BuiltinMode() {
   return g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto;
 }
 
-// The calling thread's stack from its interposer's frame, inside b. *memo:
-// the walk memo it used, nullptr if none.
+// The calling thread's stack from its interposer's frame, inside b. *way:
+// the walk memo's entry it used, nullptr if none.
 unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, uint64_t* pcs,
-                           unwind::WalkMemo** memo) {
-  *memo = nullptr;
+                           ThreadRec::WalkWay** way) {
+  *way = nullptr;
   const unwind::UnwindContext cx = unwind::ProcessUnwind();
   if (g.config.unwind == UnwindMode::kLibunwind) {
     // It refuses (0) a thread whose cached unwind rules may be stale (a
@@ -1034,18 +1034,14 @@ unwind::WalkResult WalkOwn(ThreadRec* r, const void* frame, unwind::FpBounds b, 
   // The memo of the walk from this frame, else the next in turn: the same
   // place at several depths (python's GIL waits, a function two callers
   // use) keeps one memo each.
-  size_t way = 0;
-  while (way < kWalkMemoWays &&
-         (r->walk_key[way][0] != regs.pc || r->walk_key[way][1] != regs.sp)) {
-    ++way;
+  size_t i = 0;
+  while (i < kWalkMemoWays && (r->walk_way[i].pc != regs.pc || r->walk_way[i].sp != regs.sp)) ++i;
+  if (i == kWalkMemoWays) {
+    i = r->walk_next++ % kWalkMemoWays;
+    r->walk_way[i] = ThreadRec::WalkWay{regs.pc, regs.sp, 0, 0, 0};
   }
-  if (way == kWalkMemoWays) {
-    way = r->walk_next++ % kWalkMemoWays;
-    r->walk_key[way][0] = regs.pc;
-    r->walk_key[way][1] = regs.sp;
-  }
-  *memo = &r->walk_memo[way];
-  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth, *memo);
+  *way = &r->walk_way[i];
+  return unwind::Walk(cx, BuiltinMode(), regs, b, pcs, g.config.depth, &r->walk_memo[i]);
 }
 
 }  // namespace internal
@@ -1522,12 +1518,12 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   const auto f = reinterpret_cast<uintptr_t>(frame);
   const unwind::FpBounds b{f, r->stack_hi};
   unwind::WalkResult w;
-  unwind::WalkMemo* memo = nullptr;
+  ThreadRec::WalkWay* way = nullptr;
   if (f >= r->stack_lo && f < r->stack_hi) {
     // libunwind only on the thread's own stack: a hook on a sigaltstack runs
     // in a signal handler (H17).
     for (int attempt = 0;; ++attempt) {
-      w = WalkOwn(r, frame, b, pcs, &memo);
+      w = WalkOwn(r, frame, b, pcs, &way);
       // A return address that the code map does not know but the loader
       // does is in a library loaded since (dlopen is not interposed); a
       // stale map is one that a dlclose left unchecked. Either way: rebuild
@@ -1549,13 +1545,16 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     w.n = unwind::ProcessCode().IsCode(pcs[0]) ? 1 : 0;
     w.end = unwind::WalkEnd::kBadFrame;
   }
-  // The walk is its memo's (answered by it, or just kept in it), and the id
-  // this thread got for that walk in this log and epoch is noted there: the
-  // rest below would find the same (the thread's stack cache or the depot).
+  // A walk its memo answered is the walk that memo held, and the id noted
+  // for it in this log and epoch is what the rest below would find again
+  // (the thread's stack cache or the depot). Any other walk is not.
   const uint32_t base_epoch = g.epoch.load(std::memory_order_relaxed);
-  if (memo != nullptr && memo->valid != 0 && memo->user_valid != 0 &&
-      memo->user[0] == r->s.log_gen && memo->user[1] == base_epoch) {
-    return memo->user[2];
+  if (way != nullptr) {
+    if (!w.from_memo) {
+      way->id = 0;
+    } else if (way->id != 0 && way->id_log_gen == r->s.log_gen && way->id_epoch == base_epoch) {
+      return way->id;
+    }
   }
   size_t n = w.n;
   // Frames of our own library occur only at the ends: innermost when an
@@ -1584,12 +1583,7 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   // (A window's log defines its stacks anew: an entry of an earlier log's
   // is a miss, and the depot says whether this log has the definition.)
   auto remember = [&](uint32_t id) {
-    if (memo != nullptr && memo->valid != 0 && id != 0) {
-      memo->user[0] = r->s.log_gen;
-      memo->user[1] = base_epoch;
-      memo->user[2] = id;
-      memo->user_valid = 1;
-    }
+    if (way != nullptr) *way = ThreadRec::WalkWay{way->pc, way->sp, id, r->s.log_gen, base_epoch};
     return id;
   };
   if (e.n == k && e.epoch == epoch && e.log_gen == r->s.log_gen &&

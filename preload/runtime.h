@@ -97,9 +97,15 @@ struct ThreadRec {
   uint64_t self = 0;          // pthread_self()
   uint64_t thread_flags = 0;  // log::kThreadMain
   // Which walk each memo below last held (its start pc and sp), so that a
-  // walk finds its memo, if any, without touching the others' pages; and
-  // the next one to replace. A hint: each memo checks itself.
-  uintptr_t walk_key[kWalkMemoWays][2] = {};
+  // walk finds its memo, if any, without touching the others' pages (a
+  // hint: each memo checks itself), and the stack id CaptureStack got for
+  // that walk (0: none), in which log and epoch; then the next memo to
+  // replace.
+  struct WalkWay {
+    uintptr_t pc, sp;
+    uint32_t id, id_log_gen, id_epoch;
+  };
+  WalkWay walk_way[kWalkMemoWays] = {};
   uint32_t walk_next = 0;
   // Last, so that the fields above share one page. Not value-initialised:
   // a fresh record's memory is zero already (mmap), and zeroing 8 KiB cost
@@ -108,7 +114,7 @@ struct ThreadRec {
   // in the same epoch for the whole process.
   StackCacheEntry stack_cache[kStackCacheWays];
   // The thread's last walks (unwind::WalkMemo), by start pc and sp
-  // (walk_key): a loop that waits or calls the kernel from the same frames
+  // (walk_way): a loop that waits or calls the kernel from the same frames
   // again reads its stack words instead of walking. Not initialised either
   // (see above).
   unwind::WalkMemo walk_memo[kWalkMemoWays];

@@ -316,11 +316,11 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
       res.n = m.res_n;
       res.end = m.res_end;
       res.bad_pc = m.res_bad_pc;
+      res.from_memo = true;
       return res;
     }
   }
   m.valid = 0;
-  m.user_valid = 0;
   Tape t{&m, 0, false, false};
   WalkResult res = AutoWalk(cx, start, b, pcs, max, &t);
   if (cx.code->version() != v || cx.code->generation() != gen) {

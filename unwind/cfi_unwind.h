@@ -97,11 +97,6 @@ struct WalkMemo {
   uint32_t uses_fp;  // whether the walk used the start's fp (else any will do)
   uintptr_t lo, hi;
   uintptr_t pc, sp, fp;  // the start registers
-  // The caller's own facts about this walk (preload: the stack id it got
-  // for it, in which log and epoch): cleared whenever the memo changes, so
-  // they hold for the memo's walk as long as user_valid is set.
-  uint32_t user_valid;
-  uint32_t user[3];
   uint32_t res_n;  // the walk's answer (stale_map is never kept)
   WalkEnd res_end;
   uintptr_t res_bad_pc;
@@ -113,7 +108,8 @@ static_assert(std::is_trivially_default_constructible_v<WalkMemo>,
               "a memo is written by its first walk, not when it is made");
 
 // Walk, with memo (nullptr: none): its answer when the memo holds for this
-// walk, else a walk that refills the memo when it can.
+// walk (from_memo: the walk the memo held before this call), else a walk
+// that refills the memo when it can.
 WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBounds b,
                 uint64_t* pcs, size_t max, WalkMemo* memo);
 

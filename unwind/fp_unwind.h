@@ -53,6 +53,7 @@ struct WalkResult {
   WalkEnd end = WalkEnd::kOutermost;
   uintptr_t bad_pc = 0;    // kNotCode: the return address that is not code
   bool stale_map = false;  // unwind tables were not read: the code map is older than an unload
+  bool from_memo = false;  // answered by a WalkMemo (cfi_unwind.h): the same walk as its last
   bool truncated() const { return end != WalkEnd::kOutermost; }
 };
 

@@ -467,6 +467,7 @@ TEST_CASE("auto walk over a fake stack described by CFI, and by frame pointers",
     REQUIRE(first.n == want.n);
     CHECK(std::equal(pcs, pcs + first.n, plain));
     REQUIRE(memo.valid == 1);
+    CHECK_FALSE(first.from_memo);
     // Answered from the memo: another row cache, left empty, is never asked.
     auto rows2 = std::make_unique<RowCache>();
     REQUIRE(rows2->Init(8));
@@ -475,16 +476,20 @@ TEST_CASE("auto walk over a fake stack described by CFI, and by frame pointers",
     const WalkResult again = Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo);
     CHECK(again.n == want.n);
     CHECK(again.end == want.end);
+    CHECK(again.from_memo);
     CHECK(std::equal(pcs, pcs + again.n, plain));
     UnwindRow row;
     CHECK_FALSE(rows2->Find(start.pc, map->generation(), &row));
     // A word the walk did not read changes nothing; one it read (outer_fn's
     // return address) is a new walk, and a new memo.
     stack[40] = 0xdead;
-    CHECK(Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo).n == 3);
+    const WalkResult unread = Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo);
+    CHECK(unread.n == 3);
+    CHECK(unread.from_memo);
     CHECK_FALSE(rows2->Find(start.pc, map->generation(), &row));
     stack[13] = c.fp_fn + 0x20;
     const WalkResult moved = Walk(cx2, WalkMode::kAuto, start, b, pcs, 16, &memo);
+    CHECK_FALSE(moved.from_memo);
     CHECK(rows2->Find(start.pc, map->generation(), &row));
     REQUIRE(moved.n >= 3);
     CHECK(pcs[2] == c.fp_fn + 0x20);
@@ -701,13 +706,19 @@ struct Walks {
   size_t lu_n = 0;
 };
 
+// The bounds of a walk from the function whose frame record is `frame` (up
+// to the top of `stack`), and the registers at its return.
+FpBounds FromFrame(const void* frame, const FpBounds& stack, Regs* regs) {
+  const FpBounds b{reinterpret_cast<uintptr_t>(frame), stack.hi};
+  REQUIRE(RegsFromFrame(frame, b, regs));
+  return b;
+}
+
 // Walks from here with the built-in unwinder and with libunwind.
 __attribute__((noinline)) void CaptureBoth(void* arg) {
   auto* w = static_cast<Walks*>(arg);
-  const void* frame = __builtin_frame_address(0);
-  FpBounds b{reinterpret_cast<uintptr_t>(frame), w->stack.hi};
   Regs regs;
-  REQUIRE(RegsFromFrame(frame, b, &regs));
+  const FpBounds b = FromFrame(__builtin_frame_address(0), w->stack, &regs);
   w->mine_r = Walk(ProcessUnwind(), w->mode, regs, b, w->mine, 128);
   uint32_t gen = 0;
   w->lu_n = LibunwindReady() ? LibunwindBacktrace(w->lu, 160, &gen) : 0;
@@ -725,10 +736,8 @@ struct MemoWalks {
 };
 __attribute__((noinline)) void CaptureMemo(void* arg) {
   auto* w = static_cast<MemoWalks*>(arg);
-  const void* frame = __builtin_frame_address(0);
-  FpBounds b{reinterpret_cast<uintptr_t>(frame), w->stack.hi};
   Regs regs;
-  REQUIRE(RegsFromFrame(frame, b, &regs));
+  const FpBounds b = FromFrame(__builtin_frame_address(0), w->stack, &regs);
   w->first_r = Walk(ProcessUnwind(), WalkMode::kAuto, regs, b, w->first, 64, &w->memo);
   const UnwindContext empty{&ProcessCode(), w->empty_rows};
   w->second_r = Walk(empty, WalkMode::kAuto, regs, b, w->second, 64, &w->memo);
@@ -790,6 +799,8 @@ TEST_CASE("auto walk of real code without frame pointers matches libunwind", "[u
     }
     CHECK(std::equal(w.first, w.first + w.plain_r.n, w.plain));
     CHECK(std::equal(w.second, w.second + w.plain_r.n, w.plain));
+    CHECK_FALSE(w.first_r.from_memo);
+    CHECK(w.second_r.from_memo);
     UnwindRow row;
     CHECK_FALSE(rows->Find(w.plain[0], ProcessCode().generation(), &row));  // from the memo
   }
