@@ -323,8 +323,9 @@ void* PvallocStub(size_t n) noexcept {
 // the counters that folds write (false sharing would cost more than the rest
 // of the wrapper).
 struct alignas(64) HotFlags {
-  // Set by the constructor when GOTRACE_EVENTS includes heap and tracing is
-  // ready, after the baseline is in place; cleared by the slow path once
+  // OnMode. Set by the constructor when GOTRACE_EVENTS includes heap and
+  // tracing is ready, after the baseline is in place; kCountedHeader once the
+  // header rule is trusted (UsableSlow); cleared by the slow path once
   // tracing is disabled.
   uint32_t on;
   uint32_t glibc_header;  // Header: whether Usable() may read glibc's chunk header (below)
@@ -344,7 +345,13 @@ alignas(64) std::atomic<uint64_t> g_last{0};   // the last sample recorded
 alignas(64) std::atomic<uint64_t> g_peak{0};   // the highest total since the last sample
 uint64_t g_gap_ticks = 0;                      // kSampleGapUs in TSC ticks
 
-GT_ALWAYS_INLINE bool On() { return __atomic_load_n(&g_hot.on, __ATOMIC_RELAXED) != 0; }
+// What the wrappers do: forward (off), count through the general path, or
+// count through the short one that reads glibc's chunk header (the rule is
+// trusted: the wrappers need not look at g_hot.glibc_header again).
+enum OnMode : uint32_t { kOff = 0, kCounted = 1, kCountedHeader = 2 };
+
+GT_ALWAYS_INLINE uint32_t Mode() { return __atomic_load_n(&g_hot.on, __ATOMIC_RELAXED); }
+GT_ALWAYS_INLINE bool On() { return Mode() != kOff; }
 
 // --- Usable sizes ---------------------------------------------------------------
 //
@@ -362,9 +369,15 @@ GT_ALWAYS_INLINE bool On() { return __atomic_load_n(&g_hot.on, __ATOMIC_RELAXED)
 // called. x86_64 only: on aarch64 glibc may tag memory (MTE,
 // glibc.mem.tagging), and the header then carries another tag than the
 // pointer.
+constexpr uint64_t kIsMmapped = 2;
+GT_ALWAYS_INLINE uint64_t ChunkHeader(const void* p) { return static_cast<const uint64_t*>(p)[-1]; }
+// The usable size of a heap block (not IS_MMAPPED) from its header.
+GT_ALWAYS_INLINE int64_t HeapBlockUsable(uint64_t header) {
+  return static_cast<int64_t>((header & ~uint64_t{7}) - 8);
+}
 GT_ALWAYS_INLINE uint64_t GlibcUsable(const void* p) {
-  const uint64_t size = static_cast<const uint64_t*>(p)[-1];
-  return (size & ~uint64_t{7}) - 8 - ((size & 2) << 2);
+  const uint64_t size = ChunkHeader(p);
+  return (size & ~uint64_t{7}) - 8 - ((size & kIsMmapped) << 2);
 }
 
 // g_hot.glibc_header: the real function only; the header, for blocks from
@@ -389,13 +402,19 @@ __attribute__((noinline)) int64_t UsableSlow(void* p) {
   const uint64_t real = usable(p);
 #if defined(__x86_64__)
   if (__atomic_load_n(&g_hot.glibc_header, __ATOMIC_RELAXED) == kHeaderVerify &&
-      (static_cast<const uint64_t*>(p)[-1] & 2) == 0) {
+      (ChunkHeader(p) & kIsMmapped) == 0) {
     if (GlibcUsable(p) != real) {
       __atomic_store_n(&g_hot.glibc_header, kHeaderReal, __ATOMIC_RELAXED);
     } else if (g_verified.fetch_add(1, std::memory_order_relaxed) + 1 == kVerifyBlocks) {
       uint32_t expected = kHeaderVerify;
-      __atomic_compare_exchange_n(&g_hot.glibc_header, &expected, kHeaderTrusted, false,
-                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+      if (__atomic_compare_exchange_n(&g_hot.glibc_header, &expected, kHeaderTrusted, false,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        // The wrappers' short path from now on, unless tracking was
+        // switched off meanwhile (then it stays off).
+        uint32_t counted = kCounted;
+        __atomic_compare_exchange_n(&g_hot.on, &counted, kCountedHeader, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+      }
     }
   }
 #endif
@@ -405,8 +424,8 @@ __attribute__((noinline)) int64_t UsableSlow(void* p) {
 GT_ALWAYS_INLINE int64_t Usable(void* p) {
 #if defined(__x86_64__)
   if (GT_LIKELY(g_hot.glibc_header == kHeaderTrusted)) {
-    const uint64_t size = static_cast<const uint64_t*>(p)[-1];
-    if (GT_LIKELY((size & 2) == 0)) return static_cast<int64_t>((size & ~uint64_t{7}) - 8);
+    const uint64_t header = ChunkHeader(p);
+    if (GT_LIKELY((header & kIsMmapped) == 0)) return HeapBlockUsable(header);
   }
 #endif
   return UsableSlow(p);
@@ -559,7 +578,8 @@ GT_ALWAYS_INLINE bool Uncounted() { return InTracer(); }
 // or the real allocator), and a frame-pointer walk from below them still
 // reaches their caller. Measured with the shorter size formula in
 // GlibcUsable: about 1 ns of a malloc+free pair.
-#define GT_HOT_PATH __attribute__((optimize("omit-frame-pointer"))) GT_NOINLINE
+#define GT_NO_FRAME_POINTER __attribute__((optimize("omit-frame-pointer")))
+#define GT_HOT_PATH GT_NO_FRAME_POINTER GT_NOINLINE
 
 GT_HOT_PATH void* MallocCounted(size_t n) {
   const auto real = Real(g_real.malloc);
@@ -579,6 +599,53 @@ GT_HOT_PATH void FreeCounted(void* p) {
   if (Uncounted() || p == nullptr) return real(p);
   // Counted before the real free: the size is gone after it (H9).
   if (GT_UNLIKELY(AddDelta(-Usable(p)))) return FreeThenFold(real, p);
+  return real(p);
+}
+
+// --- The short paths (kCountedHeader) ---------------------------------------
+// glibc's allocator, its header rule trusted: the malloc and free wrappers
+// themselves count a heap block by its chunk header, with no jump to a
+// counted function and no second look at the rule. What is rare leaves by
+// a tail call (a block glibc mmapped, a fold), so that malloc keeps only the
+// thread pointer's offset across its call of the real malloc and free needs
+// no frame at all. Measured (heap_bench --storm, 10 M pairs, whole
+// processes, interleaved medians, 2026-11-27): one thread 1.34 -> 1.24 of
+// the untraced time, two threads 1.33 -> 1.30 and 1.38 -> 1.27 (two runs).
+
+// A block glibc mmapped: its size from the real function.
+GT_NOINLINE void* AccountMappedThenReturn(void* p) {
+  Account(UsableSlow(p));
+  return p;
+}
+
+GT_NOINLINE void* FoldThenReturn(void* p) {
+  FoldSlow(Sample::kRateLimited);
+  return p;
+}
+
+GT_NOINLINE void FreeMapped(decltype(&::free) real, void* p) {
+  const int64_t bytes = UsableSlow(p);
+  if (GT_UNLIKELY(AddDelta(-bytes))) return FreeThenFold(real, p);
+  real(p);
+}
+
+GT_ALWAYS_INLINE void* MallocHeader(size_t n) {
+  const auto real = Real(g_real.malloc);
+  if (GT_UNLIKELY(Uncounted())) return real(n);
+  void* const p = real(n);
+  if (GT_UNLIKELY(p == nullptr)) return p;
+  const uint64_t header = ChunkHeader(p);
+  if (GT_UNLIKELY((header & kIsMmapped) != 0)) return AccountMappedThenReturn(p);
+  if (GT_UNLIKELY(AddDelta(HeapBlockUsable(header)))) return FoldThenReturn(p);
+  return p;
+}
+
+// free's short path, inlined into the wrapper (which makes no other call).
+GT_ALWAYS_INLINE void FreeHeader(decltype(&::free) real, void* p) {
+  if (GT_UNLIKELY(Uncounted()) || p == nullptr) return real(p);
+  const uint64_t header = ChunkHeader(p);
+  if (GT_UNLIKELY((header & kIsMmapped) != 0)) return FreeMapped(real, p);
+  if (GT_UNLIKELY(AddDelta(-HeapBlockUsable(header)))) return FreeThenFold(real, p);
   return real(p);
 }
 
@@ -707,7 +774,7 @@ __attribute__((constructor(102))) void InitHeap() {
   g_live.store(static_cast<int64_t>(base), std::memory_order_relaxed);
   g_peak.store(base, std::memory_order_relaxed);  // shown if it is never exceeded
   atexit(AtExit);
-  __atomic_store_n(&g_hot.on, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_hot.on, kCounted, __ATOMIC_RELEASE);
 }
 
 }  // namespace
@@ -724,17 +791,23 @@ using namespace gotrace;
 
 // --- The interposers ------------------------------------------------------------
 // Tracking off: a load, a test and a tail call of the real function (free
-// and realloc first look for an arena block, G3). Tracking on: the counted
-// call, out of line.
+// and realloc first look for an arena block, G3). Tracking on: malloc and
+// free count inline when glibc's header rule is trusted (the short paths
+// above); otherwise, and the other functions always, the counted call, out
+// of line.
 
-GT_EXPORT void* malloc(size_t n) noexcept {
-  if (GT_LIKELY(!On())) return Real(g_real.malloc)(n);
+GT_EXPORT GT_NO_FRAME_POINTER void* malloc(size_t n) noexcept {
+  const uint32_t mode = Mode();
+  if (GT_LIKELY(mode == kOff)) return Real(g_real.malloc)(n);
+  if (GT_LIKELY(mode == kCountedHeader)) return MallocHeader(n);
   return MallocCounted(n);
 }
 
 GT_EXPORT void free(void* p) noexcept {
   if (GT_UNLIKELY(boot::Owns(p))) return boot::Free(p);
-  if (GT_LIKELY(!On())) return Real(g_real.free)(p);
+  const uint32_t mode = Mode();
+  if (GT_LIKELY(mode == kOff)) return Real(g_real.free)(p);
+  if (GT_LIKELY(mode == kCountedHeader)) return FreeHeader(Real(g_real.free), p);
   return FreeCounted(p);
 }
 
