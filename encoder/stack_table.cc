@@ -92,6 +92,64 @@ void StackTable::ThreadName(uint64_t thread, std::string name) {
   if (thread != 0 && !name.empty()) thread_names_[thread] = std::move(name);
 }
 
+std::string FoldThreadName(std::string_view name) {
+  // A run of digits after a separator is a number in a series (pool-1-thread-3,
+  // GC Thread#0, Thread-2 (worker)); one inside a word (C2, python3.11's 3) or
+  // after a dot (its 11) is part of the name.
+  std::string out;
+  out.reserve(name.size());
+  for (size_t i = 0; i < name.size();) {
+    const bool digit = name[i] >= '0' && name[i] <= '9';
+    const bool after_separator =
+        i > 0 && std::string_view("-#_ :/").find(name[i - 1]) != std::string_view::npos;
+    if (digit && after_separator) {
+      while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+      out += '*';
+    } else {
+      out += name[i++];
+    }
+  }
+  return out;
+}
+
+const StackTable::Expanded* StackTable::Routine(GoTraceWriter* w,
+                                                const std::vector<Symbolizer*>& syms, const Used& u,
+                                                StackStats* stats) {
+  if (u.start_pc == 0) return nullptr;
+  Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
+  const auto& defs = files_[u.file].defs;
+  uint32_t epoch = 0;
+  if (auto d = defs.find(u.log_id); d != defs.end()) epoch = d->second.epoch;
+  // The runtime's convention: a start stack's PC is entry + 1, so that the
+  // pc - 1 lookup every frame gets lands on the entry.
+  return &Expand(w, sym, u.file, epoch, u.start_pc + 1, true, true, stats);
+}
+
+// Problem: a start routine is a thread's role in most programs (one group in
+// go tool trace per routine), but some runtimes start every thread through
+// one trampoline (the JVM's thread_native_entry, Rust's std thread_start,
+// GLib's g_thread_proxy): all their threads were one group named after it,
+// the GC, the compilers and the program's pools alike, while the names the
+// threads gave themselves said which was which. A routine whose threads go
+// by two or more names (digits in a series folded: pool-1 and pool-2 are one
+// name) is taken for a trampoline, and its threads go by their names.
+std::unordered_set<const StackTable::Expanded*> StackTable::Trampolines(
+    GoTraceWriter* w, const std::vector<Symbolizer*>& syms, StackStats* stats) {
+  std::unordered_map<const Expanded*, std::string> first_name;
+  std::unordered_set<const Expanded*> out;
+  for (const Used& u : used_) {
+    if (!u.start || u.thread == 0) continue;
+    const auto name = thread_names_.find(u.thread);
+    if (name == thread_names_.end()) continue;
+    const Expanded* routine = Routine(w, syms, u, stats);
+    if (routine == nullptr || !routine->named) continue;
+    std::string folded = FoldThreadName(name->second);
+    auto [it, fresh] = first_name.try_emplace(routine, std::move(folded));
+    if (!fresh && it->second != FoldThreadName(name->second)) out.insert(routine);
+  }
+  return out;
+}
+
 const StackTable::Expanded& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym, uint32_t file,
                                                uint32_t epoch, uint64_t pc, bool return_address,
                                                bool physical_only, StackStats* stats) {
@@ -111,7 +169,7 @@ const StackTable::Expanded& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
   if (physical_only) sf.erase(sf.begin(), sf.end() - 1);
 
   it->second.named = sf.back().named;
-  if (!sf.back().named) it->second.stand_in = sf.back().func;
+  it->second.stand_in = sf.back().func;
   std::vector<GoFrame>& out = it->second.frames;
   out.reserve(sf.size());
   for (size_t i = 0; i < sf.size(); ++i) {
@@ -139,28 +197,23 @@ const StackTable::Expanded& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
 void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms,
                           StackStats* stats) {
   std::vector<GoFrame> frames;
+  const std::unordered_set<const Expanded*> trampolines = Trampolines(w, syms, stats);
   for (size_t i = 0; i < used_.size(); ++i) {
     const Used& u = used_[i];
     Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
     const auto& defs = files_[u.file].defs;
     frames.clear();
     if (u.start) {
-      uint32_t epoch = 0;
-      if (auto d = defs.find(u.log_id); d != defs.end()) epoch = d->second.epoch;
-      const Expanded* routine = nullptr;
-      if (u.start_pc != 0) {
-        // The runtime's convention: a start stack's PC is entry + 1, so that
-        // the pc - 1 lookup every frame gets lands on the entry.
-        routine = &Expand(w, sym, u.file, epoch, u.start_pc + 1, true, true, stats);
-      }
-      const auto name = u.thread != 0 && (routine == nullptr || !routine->named)
-                            ? thread_names_.find(u.thread)
-                            : thread_names_.end();
+      const Expanded* routine = Routine(w, syms, u, stats);
+      const bool by_name = routine == nullptr || !routine->named || trampolines.count(routine) != 0;
+      const auto name =
+          u.thread != 0 && by_name ? thread_names_.find(u.thread) : thread_names_.end();
       if (name != thread_names_.end()) {
-        // Named after the thread, with one PC per name (the 1.19 goroutine
-        // list groups by it); the routine's address, if any, stays visible
-        // as the frame's file.
-        frames.push_back(NamedFrame(w, name->second, routine != nullptr ? routine->stand_in : "?"));
+        // Named after the thread (digits in a series folded), with one PC
+        // per name (the 1.19 goroutine list groups by it); the routine, if
+        // any, stays visible as the frame's file.
+        frames.push_back(NamedFrame(w, FoldThreadName(name->second),
+                                    routine != nullptr ? routine->stand_in : "?"));
       } else if (routine != nullptr) {
         frames.insert(frames.end(), routine->frames.begin(), routine->frames.end());
       } else {

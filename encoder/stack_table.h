@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -22,6 +23,11 @@
 #include "encoder/symbolizer.h"
 
 namespace gotrace {
+
+// A thread's kernel name as a group label: each run of digits after a
+// separator (- # _ space : /) becomes `*` (pool-1-thread-3 -> pool-*-thread-*,
+// GC Thread#0 -> GC Thread#*; C2 and python3.11 stay as they are).
+std::string FoldThreadName(std::string_view name);
 
 struct StackStats {
   uint64_t stacks = 0;          // Stack records written
@@ -80,9 +86,11 @@ class StackTable {
 
   // The kernel's name of `thread` (the last one given wins). Go's tools name
   // and group goroutines by frame 0 of their start stack: where the start
-  // routine has no name (unknown, or `module+0xoffset` in a stripped module)
-  // that frame becomes the thread's name, so that unnamed threads read and
-  // group by what the program called them; named routines keep their name.
+  // routine has no name (unknown, or `module+0xoffset` in a stripped module),
+  // or is a trampoline (its threads go by two or more names: the JVM's
+  // thread_native_entry), that frame becomes the thread's name, digits in a
+  // series folded (FoldThreadName), so that threads read and group by what
+  // the program called them; other named routines keep their name.
   void ThreadName(uint64_t thread, std::string name);
 
   // Symbolizes and writes every referenced stack. syms[file] may be null.
@@ -121,10 +129,17 @@ class StackTable {
   struct Expanded {
     std::vector<GoFrame> frames;
     bool named = true;  // the outermost frame has a real name
-    std::string stand_in;  // else: the name it goes by (`module+0xoffset`)
+    std::string stand_in;  // the outermost frame's name (`module+0xoffset` where it has none)
   };
 
   static bool IsAnnotateHeader(const std::string& file);
+  // A start stack's routine (nullptr: unknown), symbolized.
+  const Expanded* Routine(GoTraceWriter* w, const std::vector<Symbolizer*>& syms, const Used& u,
+                          StackStats* stats);
+  // The routines that start threads of several names (trampolines).
+  std::unordered_set<const Expanded*> Trampolines(GoTraceWriter* w,
+                                                  const std::vector<Symbolizer*>& syms,
+                                                  StackStats* stats);
   uint32_t NewRef(uint32_t file, uint64_t log_id);
   GoFrame TruncatedFrame(GoTraceWriter* w);
   GoFrame NamedFrame(GoTraceWriter* w, const std::string& func, const std::string& file);

@@ -14,4 +14,8 @@ add_custom_command(
   DEPENDS thread_names
   COMMENT "tnames_stripped: thread_names without symbols")
 add_custom_target(thread_names_stripped DEPENDS ${GOTRACE_NAMES_STRIPPED})
-add_dependencies(scenario_tests thread_names thread_names_stripped)
+add_executable(thread_trampoline thread_trampoline.c)
+target_compile_options(thread_trampoline PRIVATE -g -O1 -fno-omit-frame-pointer -pthread)
+target_link_options(thread_trampoline PRIVATE -pthread)
+set_target_properties(thread_trampoline PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/bin)
+add_dependencies(scenario_tests thread_names thread_names_stripped thread_trampoline)

@@ -28,5 +28,18 @@ TEST_CASE("names: a stripped program's threads go by their kernel names, grouped
   CheckGoroutineGroups(s.trace, {{"tnames_stripped", 1}, {"pool", 2}, {"watcher", 1}});
 }
 
+TEST_CASE("names: threads of several names started through one routine go by their names",
+          "[names]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("thread_trampoline")}, dir);
+  CHECK(s.plain.out == "5 roles, 2 pool threads\n");
+  // The trampoline's threads by their names, a series folded (gc-0, gc-1)
+  // and a digit inside a word kept (C1, C2); the pool that never named its
+  // threads keeps its routine's name.
+  CheckGoroutineGroups(
+      s.trace,
+      {{"main", 1}, {"gc-*", 2}, {"C1 comp", 1}, {"C2 comp", 1}, {"io", 1}, {"lonely_pool", 2}});
+}
+
 }  // namespace
 }  // namespace gotrace::testing

@@ -652,6 +652,19 @@ TEST_CASE("stack table: one PC per distinct frame across module epochs", "[encod
   for (uint64_t id = 1; id <= 4; ++id) CHECK(got[id][1].pc == 0x1005);
 }
 
+TEST_CASE("thread names fold the numbers of a series, not digits inside words",
+          "[encoder][stacks]") {
+  CHECK(FoldThreadName("pool-1-thread-3") == "pool-*-thread-*");
+  CHECK(FoldThreadName("GC Thread#0") == "GC Thread#*");
+  CHECK(FoldThreadName("Thread-12 (worker)") == "Thread-* (worker)");
+  CHECK(FoldThreadName("worker_7") == "worker_*");
+  CHECK(FoldThreadName("rs:main 2") == "rs:main *");
+  CHECK(FoldThreadName("C2 CompilerThre") == "C2 CompilerThre");
+  CHECK(FoldThreadName("python3.11") == "python3.11");
+  CHECK(FoldThreadName("42") == "42");
+  CHECK(FoldThreadName("") == "");
+}
+
 TEST_CASE("trace checker accepts the §3.1 recipe and rejects each classic mistake",
           "[encoder][checker]") {
   using namespace go;
