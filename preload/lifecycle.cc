@@ -770,6 +770,7 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     ProcCommit();
   }
   kernel::Drain(true);
+  if (proc && g.forked_image) internal::WriteForkCommandLocked();
   if (proc) {
     const uint64_t status = g.exit_status.load(std::memory_order_acquire);
     if (status != 0) {

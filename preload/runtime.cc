@@ -1382,14 +1382,10 @@ void RecordProcessInfo(int argc, char** argv) {
 }
 
 void internal::WriteProcessInfo(int argc, char** argv, bool wait) {
-  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || argv == nullptr || argc < 0) return;
-  // (A log with slots too small for it goes without: GOTRACE_BUFFER_KB=4.)
-  constexpr size_t kNeed = log::ChunkWriter::VarRecordBound(log::ChunkWriter::ProcessInfoBound());
-  if (kNeed + 512 > g.slot_bytes - log::kSlotHeaderBytes) return;
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady || argv == nullptr || argc < 0)
+    return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  const char* exe = ExePath();
-  GT_LARGE_BSS static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
   std::optional<ProcLock> lock;
   if (wait) {
     lock.emplace();
@@ -1397,11 +1393,62 @@ void internal::WriteProcessInfo(int argc, char** argv, bool wait) {
     lock.emplace(ProcLock::Try{});
     if (!lock->held()) return;  // this thread holds it itself, further up
   }
+  WriteProcessInfoLocked(argc, argv);
+}
+
+void internal::WriteProcessInfoLocked(int argc, char** argv) {
+  // (A log with slots too small for it goes without: GOTRACE_BUFFER_KB=4.)
+  constexpr size_t kNeed = log::ChunkWriter::VarRecordBound(log::ChunkWriter::ProcessInfoBound());
+  if (kNeed + 512 > g.slot_bytes - log::kSlotHeaderBytes) return;
+  const char* exe = ExePath();
+  GT_LARGE_BSS static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
   ProcReserve(kNeed, false);
   if (!ProcWriter().Fits(kNeed)) return;
   ProcWriter().ProcessInfo(sys::Ticks(), 0, static_cast<uint64_t>(sys::GetPPid()),
                            g.descendant ? 1 : 0, exe, argv, static_cast<size_t>(argc), scratch);
   ProcCommit();
+}
+
+// Problem: a fork that does not exec (a server's worker: postgres's
+// backends, nginx's and gunicorn's workers, chromium's renderers forked
+// from its zygote) runs its parent's image with its parent's arguments,
+// and its log had no process record: the run's index listed it with no
+// command at all. Most such workers say what they are by rewriting their
+// command line (setproctitle: "postgres: user db [local] idle",
+// "chromium --type=renderer ..."), which /proc/self/cmdline shows. At the
+// end of its log it is read (one open, read and close: async-signal-safe)
+// and recorded; the last process record of a log is the one the index
+// uses. The parent's arguments (the copy made before its main) stand in
+// where it cannot be read.
+void internal::WriteForkCommandLocked() {
+  GT_LARGE_BSS static char bytes[kArgBytes + kArgMax + 1];
+  static char* args[kArgMax + 1];
+  int argc = 0;
+  const long fd = sys::OpenAt(AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
+  if (fd >= 0) {
+    long n = 0;
+    for (long r; n < static_cast<long>(sizeof bytes) - 1 &&
+                 (r = sys::Read(static_cast<int>(fd), bytes + n, sizeof bytes - 1 - n)) > 0;) {
+      n += r;
+    }
+    sys::Close(static_cast<int>(fd));
+    bytes[n > 0 ? n : 0] = '\0';
+    // NUL-separated; a rewritten title may end in NULs (padding): those
+    // make no arguments.
+    for (long i = 0; i < n && static_cast<size_t>(argc) < kArgMax;) {
+      if (bytes[i] == '\0') {
+        ++i;
+        continue;
+      }
+      args[argc++] = bytes + i;
+      while (i < n && bytes[i] != '\0') ++i;
+    }
+    args[argc] = nullptr;
+  }
+  if (argc > 0)
+    WriteProcessInfoLocked(argc, args);
+  else if (g.argv != nullptr)
+    WriteProcessInfoLocked(g.argc, g.argv);
 }
 
 void RegisterMainThread() {

@@ -404,6 +404,23 @@ TEST_CASE("a fork child's log starts at its first record, its process at the for
   CHECK(entry.find("\"records\": 0}") == std::string::npos);
 }
 
+TEST_CASE("a worker forked without exec is listed by its command line as it rewrote it", "[run]") {
+  TempDir dir;
+  const std::string prog = Scenario("fork_title");
+  const ProcResult r = Wrap({"-q", "-o", dir.File("w.trace"), "--", prog, "an-argument"}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "workers 0 0\n");
+  const std::string index = Slurp(dir.File("w.trace.index.json"));
+  INFO(index);
+  REQUIRE(Occurrences(index, "\"pid\": ") == 3);
+  // The first worker's setproctitle (/proc/self/cmdline at its end, NUL
+  // padding dropped); the second's is its parent's (ended by _exit).
+  CHECK(Occurrences(index, "\"argv\": [\"worker: busy\"]") == 1);
+  CHECK(Occurrences(index, "\"argv\": [\"" + prog + "\", \"an-argument\"]") == 2);
+  CHECK(Occurrences(index, "\"argv\": []") == 0);
+}
+
 TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for event", "[run]") {
   // One run under tracewrap keeping its logs; the kept log encoded again by
   // the exit-time path's encoder (gotrace encode with its settings: offline,
