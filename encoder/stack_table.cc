@@ -143,9 +143,9 @@ std::unordered_set<const StackTable::Expanded*> StackTable::Trampolines(
     if (name == thread_names_.end()) continue;
     const Expanded* routine = Routine(w, syms, u, stats);
     if (routine == nullptr || !routine->named) continue;
-    std::string folded = FoldThreadName(name->second);
-    auto [it, fresh] = first_name.try_emplace(routine, std::move(folded));
-    if (!fresh && it->second != FoldThreadName(name->second)) out.insert(routine);
+    const std::string folded = FoldThreadName(name->second);
+    auto [it, fresh] = first_name.try_emplace(routine, folded);
+    if (!fresh && it->second != folded) out.insert(routine);
   }
   return out;
 }

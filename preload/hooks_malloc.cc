@@ -377,7 +377,7 @@ GT_ALWAYS_INLINE int64_t HeapBlockUsable(uint64_t header) {
 }
 GT_ALWAYS_INLINE uint64_t GlibcUsable(const void* p) {
   const uint64_t size = ChunkHeader(p);
-  return (size & ~uint64_t{7}) - 8 - ((size & kIsMmapped) << 2);
+  return static_cast<uint64_t>(HeapBlockUsable(size)) - ((size & kIsMmapped) << 2);
 }
 
 // g_hot.glibc_header: the real function only; the header, for blocks from
@@ -623,12 +623,6 @@ GT_NOINLINE void* FoldThenReturn(void* p) {
   return p;
 }
 
-GT_NOINLINE void FreeMapped(decltype(&::free) real, void* p) {
-  const int64_t bytes = UsableSlow(p);
-  if (GT_UNLIKELY(AddDelta(-bytes))) return FreeThenFold(real, p);
-  real(p);
-}
-
 GT_ALWAYS_INLINE void* MallocHeader(size_t n) {
   const auto real = Real(g_real.malloc);
   if (GT_UNLIKELY(Uncounted())) return real(n);
@@ -644,7 +638,7 @@ GT_ALWAYS_INLINE void* MallocHeader(size_t n) {
 GT_ALWAYS_INLINE void FreeHeader(decltype(&::free) real, void* p) {
   if (GT_UNLIKELY(Uncounted()) || p == nullptr) return real(p);
   const uint64_t header = ChunkHeader(p);
-  if (GT_UNLIKELY((header & kIsMmapped) != 0)) return FreeMapped(real, p);
+  if (GT_UNLIKELY((header & kIsMmapped) != 0)) return FreeCounted(p);  // asks the real function
   if (GT_UNLIKELY(AddDelta(-HeapBlockUsable(header)))) return FreeThenFold(real, p);
   return real(p);
 }

@@ -641,6 +641,35 @@ size_t ReadTaskFile(uint32_t tid, const char* what, char* buf, size_t cap) {
   return len;
 }
 
+// Problem: a fork that does not exec (a server's worker: postgres's
+// backends, nginx's and gunicorn's workers, chromium's renderers forked
+// from its zygote) runs its parent's image with its parent's arguments,
+// and its log had no process record: the run's index listed it with no
+// command at all. Most such workers say what they are by rewriting their
+// command line (setproctitle: "postgres: checkpointer", "chromium
+// --type=renderer ..."), which /proc shows. At the end of its log it is
+// read (raw system calls: async-signal-safe) and recorded; the last process
+// record of a log is the one the index uses. The parent's arguments (the
+// copy made before its main) stand in where it cannot be read. With the
+// process stream's lock held.
+void RecordForkCommand() {
+  GT_LARGE_BSS static char bytes[log::ChunkWriter::kMaxArgvBytes + 1];
+  static char* args[internal::kMaxArgs + 1];
+  // The process's command line, as the task of its first thread shows it.
+  const size_t n = ReadTaskFile(static_cast<uint32_t>(g.pid), "cmdline", bytes, sizeof bytes);
+  // NUL-separated; a rewritten title may end in NULs (padding): those make
+  // no arguments.
+  int argc = 0;
+  for (size_t i = 0; i < n && static_cast<size_t>(argc) < internal::kMaxArgs; ++i) {
+    if (bytes[i] != '\0' && (i == 0 || bytes[i - 1] == '\0')) args[argc++] = bytes + i;
+  }
+  args[argc] = nullptr;
+  if (argc > 0)
+    internal::WriteProcessInfoLocked(argc, args);
+  else if (g.argv != nullptr)
+    internal::WriteProcessInfoLocked(g.argc, g.argv);
+}
+
 // Thread tid's kernel name (/proc/self/task/TID/comm, which
 // pthread_setname_np and prctl(PR_SET_NAME) set) into name[16+1]; its length
 // (0: unknown). Raw system calls only (async-signal-safe).
@@ -770,7 +799,7 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     ProcCommit();
   }
   kernel::Drain(true);
-  if (proc && g.forked_image) internal::WriteForkCommandLocked();
+  if (proc && g.forked_image) RecordForkCommand();
   if (proc) {
     const uint64_t status = g.exit_status.load(std::memory_order_acquire);
     if (status != 0) {

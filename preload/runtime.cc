@@ -1340,7 +1340,7 @@ void ArmThreadEnd() {
 // window's new log (issue 16) are written later, from this copy. Cut as
 // the process record cuts them: 64 arguments, 4096 bytes.
 namespace {
-constexpr size_t kArgMax = 64;
+constexpr size_t kArgMax = internal::kMaxArgs;
 constexpr size_t kArgBytes = log::ChunkWriter::kMaxArgvBytes;
 GT_LARGE_BSS char g_arg_bytes[kArgBytes + kArgMax];  // the strings, each ended by a NUL
 char* g_arg_ptrs[kArgMax + 1];                       // into g_arg_bytes, ended by nullptr
@@ -1407,48 +1407,6 @@ void internal::WriteProcessInfoLocked(int argc, char** argv) {
   ProcWriter().ProcessInfo(sys::Ticks(), 0, static_cast<uint64_t>(sys::GetPPid()),
                            g.descendant ? 1 : 0, exe, argv, static_cast<size_t>(argc), scratch);
   ProcCommit();
-}
-
-// Problem: a fork that does not exec (a server's worker: postgres's
-// backends, nginx's and gunicorn's workers, chromium's renderers forked
-// from its zygote) runs its parent's image with its parent's arguments,
-// and its log had no process record: the run's index listed it with no
-// command at all. Most such workers say what they are by rewriting their
-// command line (setproctitle: "postgres: user db [local] idle",
-// "chromium --type=renderer ..."), which /proc/self/cmdline shows. At the
-// end of its log it is read (one open, read and close: async-signal-safe)
-// and recorded; the last process record of a log is the one the index
-// uses. The parent's arguments (the copy made before its main) stand in
-// where it cannot be read.
-void internal::WriteForkCommandLocked() {
-  GT_LARGE_BSS static char bytes[kArgBytes + kArgMax + 1];
-  static char* args[kArgMax + 1];
-  int argc = 0;
-  const long fd = sys::OpenAt(AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
-  if (fd >= 0) {
-    long n = 0;
-    for (long r; n < static_cast<long>(sizeof bytes) - 1 &&
-                 (r = sys::Read(static_cast<int>(fd), bytes + n, sizeof bytes - 1 - n)) > 0;) {
-      n += r;
-    }
-    sys::Close(static_cast<int>(fd));
-    bytes[n > 0 ? n : 0] = '\0';
-    // NUL-separated; a rewritten title may end in NULs (padding): those
-    // make no arguments.
-    for (long i = 0; i < n && static_cast<size_t>(argc) < kArgMax;) {
-      if (bytes[i] == '\0') {
-        ++i;
-        continue;
-      }
-      args[argc++] = bytes + i;
-      while (i < n && bytes[i] != '\0') ++i;
-    }
-    args[argc] = nullptr;
-  }
-  if (argc > 0)
-    WriteProcessInfoLocked(argc, args);
-  else if (g.argv != nullptr)
-    WriteProcessInfoLocked(g.argc, g.argv);
 }
 
 void RegisterMainThread() {

@@ -156,11 +156,10 @@ const char* ExePath();
 void WriteProcessInfo(int argc, char** argv, bool wait);
 // The same with the process stream's lock held by the caller.
 void WriteProcessInfoLocked(int argc, char** argv);
-// A fork's image (no exec): its command line as it is now (a worker's
-// rewritten title), else its parent's; with the process stream's lock held.
-void WriteForkCommandLocked();
-// Copies main's arguments (RecordProcessInfo's copy, cut at 64 arguments and
-// 4096 bytes); returns how many were kept.
+// The arguments a process record keeps (and 4096 bytes of them).
+inline constexpr size_t kMaxArgs = 64;
+// Copies main's arguments (RecordProcessInfo's copy, cut at kMaxArgs
+// arguments and 4096 bytes); returns how many were kept.
 int SnapshotArgs(int argc, char** argv);
 
 }  // namespace gotrace::internal

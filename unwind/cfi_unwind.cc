@@ -297,16 +297,17 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
 
 WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBounds b,
                 uint64_t* pcs, size_t max, WalkMemo* memo) {
+  // (A start whose fp was read from the stack, not a register, is not one
+  // a memo keeps: its reads would not hold that word.)
   if (memo == nullptr || mode != WalkMode::kAuto || !CfiSupported() || b.copy != nullptr ||
-      max > WalkMemo::kMaxPcs) {
+      max > WalkMemo::kMaxPcs || start.fp_at != 0) {
     return Walk(cx, mode, start, b, pcs, max);
   }
   const uint32_t v = cx.code->version(), gen = cx.code->generation();
   WalkMemo& m = *memo;
   if (m.valid != 0 && m.version == v && m.gen == gen && m.max == max && m.lo == b.lo &&
       m.hi == b.hi && m.pc == start.pc && m.sp == start.sp &&
-      (m.uses_fp == 0 || m.fp == start.fp) && m.fp_valid == static_cast<uint32_t>(start.fp_valid) &&
-      start.fp_at == 0) {
+      (m.uses_fp == 0 || m.fp == start.fp) && m.fp_valid == static_cast<uint32_t>(start.fp_valid)) {
     // Every word the walk read, as it was (each inside the same bounds).
     uint32_t i = 0;
     while (i < m.nreads && StackWord(b, b.lo + m.read_off[i]) == m.read_val[i]) ++i;
@@ -330,7 +331,7 @@ WalkResult Walk(const UnwindContext& cx, WalkMode mode, const Regs& start, FpBou
   // Not kept: a walk that met code the map does not know yet (a library
   // loaded since: the caller rescans), or that read no tables (an unload
   // under way), or whose reads overflowed the tape.
-  if (!t.full && !res.stale_map && res.end != WalkEnd::kNotCode && start.fp_at == 0) {
+  if (!t.full && !res.stale_map && res.end != WalkEnd::kNotCode) {
     m.nreads = t.n;
     m.version = v;
     m.gen = gen;
