@@ -31,6 +31,7 @@
 #include "encoder/encode.h"
 #include "encoder/log_summary.h"
 #include "encoder/log_format.h"
+#include "encoder/printable.h"
 #include "encoder/quiet_journal.h"
 #include "symbolizer/dw_symbolizer.h"
 
@@ -235,7 +236,7 @@ std::string Json(const std::string& s) {
 std::string CommandLine(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return s;
+  return Printable(s);
 }
 
 // The journal of quiet processes (encoder/quiet_journal.h). A missing one
@@ -710,7 +711,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       for (size_t i = 0; i < rows; ++i) {
         const Item& it = *shown_procs[i];
         std::string cmd = CommandLine(it.sum.argv);
-        if (cmd.empty()) cmd = Base(it.sum.exe);
+        if (cmd.empty()) cmd = Printable(Base(it.sum.exe));
         if (cmd.size() > 40) cmd = cmd.substr(0, 37) + "...";
         std::fprintf(stderr, "  %7u %7u %6s %8.3fs %10s  %s\n", it.sum.pid, it.sum.ppid,
                      StatusText(status_of(it), it.sum.exec_d).c_str(),
@@ -724,7 +725,8 @@ int FinishRun(const GotraceFinishRequest& req) {
         // A fork's image (a subshell, a shell's child before its exec) has
         // no command line of its own.
         for (const Item* it : v) {
-          const std::string name = it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0]);
+          const std::string name =
+              Printable(it->sum.argv.empty() ? Base(it->sum.exe) : Base(it->sum.argv[0]));
           ++counts[name.empty() ? "(fork)" : name];
         }
         std::string list;

@@ -462,7 +462,7 @@ void LearnQuietEnd(uint64_t status, bool reaped) {
 // >file` records the open of `file` in the fork before the exec: 156 such
 // entries in the shell job, "quiet: (fork) x156"). Async-signal-safe: raw
 // system calls, memory it owns (the termination handler may call it).
-GT_NOINLINE void QuietEntry(uint64_t status);
+GT_NOINLINE void QuietEntry(uint64_t status, bool staged = true);
 void QuietEnd() {
   const uint64_t status = g.exit_status.load(std::memory_order_acquire);
   const bool exec_d = status != 0 && (status & ~kExitKnown) == log::kExitExec;
@@ -472,10 +472,12 @@ void QuietEnd() {
   QuietEntry(status);
 }
 
-void QuietEntry(uint64_t status) {
+// `staged`: this image staged its records (a fork child whose log never
+// started has none of its own: the streams it sees are its parent's).
+void QuietEntry(uint64_t status, bool staged) {
   log::QuietChild kids[log::kQuietMaxChildren];
   uint32_t nkids = 0;
-  const uint64_t records = StagedSummary(kids, &nkids);
+  const uint64_t records = staged ? StagedSummary(kids, &nkids) : 0;
   log::QuietHeader h{};
   h.pid = static_cast<uint32_t>(g.pid);
   h.ppid = g.ppid;
@@ -498,6 +500,15 @@ void QuietEntry(uint64_t status) {
   if (n == 0) return;
   AppendJournal(entry, n);
   LearnQuietEnd(status, nkids != 0);
+}
+
+// A fork child that ends, not by an exec, before it recorded anything (its
+// log never started: StartForkChildLog) is a quiet process of the run all
+// the same: its entry says who it was and how it ended (a program's
+// `fork(); ... exit(5)`, a shell's subshell of builtins). Once per image.
+void PendingForkEnd(uint64_t status) {
+  if (!g.fork_log_pending.exchange(false, std::memory_order_acq_rel)) return;
+  QuietEntry(status, /*staged=*/false);
 }
 
 // The kernel's scheduling records (issue 13), and the log's note of where
@@ -977,10 +988,16 @@ void Finalize(bool for_exec) {
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
   if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) FinishHeap();
-  // Already ended (the destructor after the atexit handler): nothing to
-  // wait for, and no signal mask to set and restore.
+  // Already ended (the destructor after the atexit handler), or a fork
+  // child that recorded nothing: nothing to wait for, and no signal mask to
+  // set and restore.
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
     Unbind();
+    if (!for_exec && g.fork_log_pending.load(std::memory_order_acquire)) {
+      TracerScope tracer;
+      ErrnoGuard errno_guard;
+      PendingForkEnd(g.exit_status.load(std::memory_order_acquire));
+    }
     return;
   }
   // Before the phase moves: from then on a termination signal's own flush
@@ -1412,8 +1429,15 @@ void CrashFlush(int sig, bool in_handler) {
   // phase already moved and goes straight to its action.
   Unbind();
   Phase expected = Phase::kReady;
-  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst))
+  if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst)) {
+    // A fork child that recorded nothing, dying of the signal (or ending
+    // from the program's handler for it).
+    if (expected == Phase::kShutdown && g.fork_log_pending.load(std::memory_order_acquire)) {
+      if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));
+      PendingForkEnd(g.exit_status.load(std::memory_order_acquire));
+    }
     return;
+  }
   if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));  // it dies of the signal
   if (g.staged.load(std::memory_order_acquire) && !g_materializing.load(std::memory_order_acquire)) {
     // Staged: nothing worth a trace was recorded; how it ended is said in

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "encoder/go_trace_format.h"
+#include "encoder/printable.h"
 
 namespace gotrace::report {
 namespace {
@@ -417,7 +418,7 @@ ThreadReport Totals(const Report& r) {
 
 std::string ProcessLine(const ProcessInfo& p) {
   std::string s = "process " + p.pid;
-  if (!p.cmd.empty()) s += ": " + p.cmd;
+  if (!p.cmd.empty()) s += ": " + Printable(p.cmd);
   return s;
 }
 

@@ -421,6 +421,29 @@ TEST_CASE("a worker forked without exec is listed by its command line as it rewr
   CHECK(Occurrences(index, "\"argv\": []") == 0);
 }
 
+TEST_CASE("a fork child that ends before recording anything is listed with how it ended", "[run]") {
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("q.trace"), "--", Scenario("fork_quiet")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "children 5 6 143\n");
+  CHECK(r.err.find("4 processes ran: 1 traced, 3 quiet") != std::string::npos);
+  const std::string index = Slurp(dir.File("q.trace.index.json"));
+  INFO(index);
+  REQUIRE(Occurrences(index, "\"pid\": ") == 4);
+  CHECK(index.find("\"quiet\": 3,") != std::string::npos);
+  // No command line of their own (they never exec'd), no trace, no records.
+  const std::vector<std::string> forks = IndexRows(index, "]");
+  REQUIRE(forks.size() == 3);
+  const char* exits[] = {"{\"code\":5}", "{\"code\":6}", "{\"signal\":15,\"name\":\"SIGTERM\"}"};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(forks[i]);
+    CHECK(forks[i].find("\"exit\": " + std::string(exits[i]) + ",") != std::string::npos);
+    CHECK(forks[i].find("\"trace\": null, \"quiet\": true,") != std::string::npos);
+    CHECK(forks[i].find("\"records\": 0}") != std::string::npos);
+  }
+}
+
 TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for event", "[run]") {
   // One run under tracewrap keeping its logs; the kept log encoded again by
   // the exit-time path's encoder (gotrace encode with its settings: offline,

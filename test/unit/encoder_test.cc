@@ -13,6 +13,7 @@
 #include "encoder/go_trace_writer.h"
 #include "encoder/log_reader.h"
 #include "encoder/log_writer.h"
+#include "encoder/printable.h"
 #include "encoder/stack_table.h"
 #include "encoder/trace_checker.h"
 #include "encoder/varint.h"
@@ -88,6 +89,13 @@ TEST_CASE("zigzag maps signed deltas both ways", "[encoder][varint]") {
   }
   CHECK(ZigZag(-1) == 1);
   CHECK(ZigZag(1) == 2);
+}
+
+TEST_CASE("a traced program's text is shown one line each, control characters escaped", "[encoder]") {
+  CHECK(Printable("python3 -c import os") == "python3 -c import os");
+  CHECK(Printable("a\nb\tc") == "a\\nb\\tc");
+  CHECK(Printable(std::string("\x1b[31mred\x7f\0", 10)) == "\\x1b[31mred\\x7f\\x00");
+  CHECK(Printable("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 as it is
 }
 
 TEST_CASE("CRC-32C matches the standard check value", "[encoder]") {
