@@ -585,9 +585,24 @@ int FinishRun(const GotraceFinishRequest& req) {
     if (it.killed) {
       if (it.encoded) {
         ++killed_traces;
-        if (!req.quiet)
+        // A process whose log has no end but that exited with a status (its
+        // parent's wait, or ours for the program) was not killed: it ended
+        // by the exit_group system call itself, past libc's exit and its
+        // handlers, as Go's runtime ends every Go program.
+        const int64_t st = status_of(it);
+        const bool exited = st >= 0 && !it.sum.exec_d && WIFEXITED(static_cast<int>(st));
+        if (req.quiet) {
+          // (nothing to say)
+        } else if (exited) {
+          std::fprintf(stderr,
+                       "%s: recovered %s (%s events) from the log of a process that exited (status %d) "
+                       "without running libc's exit (a raw exit_group system call, as Go programs end)\n",
+                       prog, it.written.c_str(), Grouped(it.stats.events).c_str(),
+                       WEXITSTATUS(static_cast<int>(st)));
+        } else {
           std::fprintf(stderr, "%s: recovered %s (%s events) from the log of a process killed before it could write it\n",
                        prog, it.written.c_str(), Grouped(it.stats.events).c_str());
+        }
       } else if (it.no_events) {
         ++empty_killed;
       } else {

@@ -16,6 +16,9 @@
 //          if the word showed waiters. Requeued waiters keep waiting on the
 //          first word in the trace (their eventual wake is then from g0).
 //
+// One other: SYS_exit_group, the process's end past exit(), writes the trace
+// first, as _exit does.
+//
 // syscall() is variadic and takes up to six word arguments; reading all six
 // is what glibc's own syscall() does (they are in registers), so it is
 // harmless for calls with fewer.
@@ -25,6 +28,7 @@
 #include <stdarg.h>
 #include <sys/syscall.h>
 
+#include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
 
@@ -97,6 +101,14 @@ GT_EXPORT long syscall(long number, ...) {
   const long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
   const long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
-  if (GT_LIKELY(number != SYS_futex)) return GT_REAL(syscall)(number, a1, a2, a3, a4, a5, a6);
+  if (GT_LIKELY(number != SYS_futex)) {
+    // The process's end by the system call itself, past exit(): as _exit,
+    // the trace first.
+    if (GT_UNLIKELY(number == SYS_exit_group)) {
+      if (!IsVforkChild()) SetExitStatus(static_cast<uint64_t>(a1 & 0xff) << 8);
+      FinishProcess();  // (a vfork child passes straight through)
+    }
+    return GT_REAL(syscall)(number, a1, a2, a3, a4, a5, a6);
+  }
   return FutexSlow(a1, a2, a3, a4, a5, a6);
 }

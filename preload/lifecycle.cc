@@ -1850,7 +1850,9 @@ uint32_t ConfiguredCpus() {
   return nconf > 0 ? static_cast<uint32_t>(nconf) : 1;
 }
 
-__attribute__((constructor(101))) void Init() {
+// glibc calls a library's constructors with main's arguments and
+// environment.
+__attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
   if (g.phase.load() != Phase::kUninit) return;
   TracerScope tracer;
   // Keep our own handle on stderr, high and close-on-exec (H27). A program
@@ -1938,6 +1940,7 @@ __attribute__((constructor(101))) void Init() {
   } else {
     NoteKernelSchedLater();
   }
+  NoteProcessArgs(argc, argv);
   // System calls shorter than 1 us (or the block threshold, if lower) record
   // no stack. The frequency estimate is rough this early; these are
   // thresholds.
@@ -2063,10 +2066,41 @@ void MaybeUseStackCopies() {
   kernel::UseStackCopies(g.config);
 }
 
+// A Go program (its runtime exports crosscall2 for cgo) ends by the
+// exit_group system call itself: no exit handler of libc's runs, ours
+// neither, and no trace is written at its end. Under tracewrap the launcher
+// recovers the log and says so; alone, one line says where the log is and
+// how to make the trace from it.
+void SayGoExit() {
+  if (g.config.defer || g.config.quiet || g.phase.load(std::memory_order_acquire) != Phase::kReady)
+    return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  if (dlsym(RTLD_DEFAULT, "crosscall2") == nullptr) return;
+  char buf[3000];
+  sys::Line m(buf, sizeof buf);
+  m.Str("this is a Go program: it ends by a raw exit_group system call, past every exit "
+        "handler, so no trace is written at its end; make it from the event log with: gotrace "
+        "recover --unique ")
+      .Str(g.log_path)
+      .Str(" -o ")
+      .Str(g.out_path)
+      .Str(" (tracewrap does this by itself)");
+  sys::Log(m.c_str());
+}
+
 void AppThreadCreating() {
   // A staged process makes its log while it still has one thread (staging
   // writes without locks: one writer).
   Materialize();
+  // An image that started without __libc_start_main (Go's runtime: its
+  // threads come first) has its process record now: it may end by a raw
+  // exit_group, with no exit path of ours to write it.
+  if (g.main_pc.load(std::memory_order_relaxed) == 0 && g.argv != nullptr && !g.forked_image &&
+      g.info_log_gen != g.log_gen) {
+    WriteProcessInfo(g.argc, g.argv, /*wait=*/true);
+    SayGoExit();
+  }
   // Before the new thread exists: it inherits the kernel's events.
   MaybeStartKernelSched(/*second_thread=*/true);
   MaybeUseStackCopies();

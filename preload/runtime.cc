@@ -1364,14 +1364,17 @@ int internal::SnapshotArgs(int argc, char** argv) {
   return n;
 }
 
+void NoteProcessArgs(int argc, char** argv) {
+  if (g.argv != nullptr || argv == nullptr || argc < 0) return;
+  NoteOwnCommand(argv);  // the learn table's key, from all of them
+  g.argc = internal::SnapshotArgs(argc, argv);
+  g.argv = g_arg_ptrs;
+}
+
 void RecordProcessInfo(int argc, char** argv) {
   const Phase phase = g.phase.load(std::memory_order_acquire);
   if (phase != Phase::kReady && phase != Phase::kPaused) return;
-  if (g.argv == nullptr && argv != nullptr && argc >= 0) {
-    NoteOwnCommand(argv);  // the learn table's key, from all of them
-    g.argc = internal::SnapshotArgs(argc, argv);
-    g.argv = g_arg_ptrs;
-  }
+  NoteProcessArgs(argc, argv);
   argc = g.argc;
   argv = g.argv;
   // Staged: written when the log is made, if ever (WriteProcessInfo): a
@@ -1407,6 +1410,7 @@ void internal::WriteProcessInfoLocked(int argc, char** argv) {
   ProcWriter().ProcessInfo(sys::Ticks(), 0, static_cast<uint64_t>(sys::GetPPid()),
                            g.descendant ? 1 : 0, exe, argv, static_cast<size_t>(argc), scratch);
   ProcCommit();
+  g.info_log_gen = g.log_gen;
 }
 
 void RegisterMainThread() {

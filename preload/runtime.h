@@ -197,8 +197,9 @@ struct Globals {
   // or it would keep a process whose main thread called pthread_exit alive.
   std::atomic<int> app_threads{1};
   std::atomic<uintptr_t> main_pc{0};
-  int argc = 0;  // main's arguments, a copy (RecordProcessInfo)
+  int argc = 0;  // main's arguments, a copy (NoteProcessArgs)
   char** argv = nullptr;
+  uint32_t info_log_gen = 0;  // the log (log_gen) the process record went to last
   // This image's command in the run's learn table (preload/learn.h), from
   // main's arguments before main ran; 0: not known (NoteOwnCommand).
   uint64_t learn_key = 0;
@@ -507,6 +508,11 @@ int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name);
 // Registers the main thread (from __libc_start_main, which knows main()).
 void RegisterMainThread();
 // Who this process is (its command line, for run indexes): kProcessInfo.
+// The program's arguments, copied once (g.argc, g.argv), and its key in the
+// run's learn table: from the library's constructor (glibc gives it main's
+// arguments), so that an image that never calls __libc_start_main (Go's
+// runtime starts itself) has its command line too.
+void NoteProcessArgs(int argc, char** argv);
 void RecordProcessInfo(int argc, char** argv);
 // Sets g.learn_key from main's arguments (deferred mode, an exec'd image).
 void NoteOwnCommand(char* const* argv);

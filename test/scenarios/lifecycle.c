@@ -6,7 +6,8 @@
 //
 //   lifecycle MODE [ARGS]
 //     exit-return | exit-exit | exit-_exit | exit-_Exit | exit-quick |
-//     exit-pthread | exit-abort          ways to end, a worker thread running
+//     exit-pthread | exit-abort |        ways to end, a worker thread running
+//     exit-syscall                       (the last: syscall(SYS_exit_group))
 //     blocked3                           exit() while 3 threads are blocked
 //     crash-segv | crash-abort |         a worker thread crashes (with SIGCHLD
 //     crash-abort-nocldwait              ignored, in the last one)
@@ -149,6 +150,7 @@ static int exit_mode(const char* how) {
   if (strcmp(how, "exit") == 0) exit(4);
   if (strcmp(how, "_exit") == 0) _exit(5);
   if (strcmp(how, "_Exit") == 0) _Exit(6);
+  if (strcmp(how, "syscall") == 0) syscall(SYS_exit_group, 8);
   if (strcmp(how, "quick") == 0) {
     at_quick_exit(at_quick_exit_handler);
     quick_exit(7);

@@ -108,6 +108,7 @@ TEST_CASE("every way to end the process leaves a complete trace", "[lifecycle]")
                            Way{"exit-_Exit", 6, "leaving by _Exit\n"},
                            Way{"exit-quick", 7, "leaving by quick\nquick_exit handler\n"},
                            Way{"exit-pthread", 0, "leaving by pthread\n"},
+                           Way{"exit-syscall", 8, "leaving by syscall\n"},
                            Way{"exit-abort", -6, "leaving by abort\n"});
   INFO("mode " << way.mode);
   TempDir dir;

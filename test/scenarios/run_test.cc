@@ -612,5 +612,47 @@ TEST_CASE("plain LD_PRELOAD still writes the trace at exit; GOTRACE_DEFER withou
   CHECK_FALSE(fs::exists(dir.File("q.trace.gtlog.self")));
 }
 
+TEST_CASE("a Go program ends by a raw exit_group: its log becomes its trace, with its command line",
+          "[run]") {
+  // Debian's go command: a Go program linked with cgo (dynamically, so the
+  // library is loaded), started by Go's runtime without __libc_start_main
+  // and ended by exit_group, past exit().
+  const std::string go = GoBinary();
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("g.trace"), "--", go, "version"}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.rfind("go version go1.", 0) == 0);
+  CHECK(r.err.find("from the log of a process that exited (status 0) without running libc's exit") !=
+        std::string::npos);
+  CHECK(r.err.find("killed") == std::string::npos);
+  const std::string index = Slurp(dir.File("g.trace.index.json"));
+  INFO(index);
+  CHECK(index.find("\"argv\": [\"" + go + "\", \"version\"], \"exe\": \"" + go + "\"") !=
+        std::string::npos);
+  CHECK(index.find("\"exit\": {\"code\":0}, \"trace\": \"g.trace\"") != std::string::npos);
+  const ParsedTrace t = ParseWithGo(dir.File("g.trace"));
+  INFO(t.error);
+  CHECK(t.ok);
+  CHECK(t.Count("GoCreate") >= 2);  // Go's threads
+
+  // Alone: one line says where the log is and how to make the trace.
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"GOTRACE_QUIET", "GOTRACE_DEFER"};
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("p.trace")};
+  const ProcResult p = RunProcess({go, "version"}, o);
+  INFO(p.err);
+  CHECK(p.Exited(0));
+  const std::string log = dir.File("p.trace.gtlog");
+  CHECK(p.err.find("gotrace: this is a Go program: it ends by a raw exit_group system call") !=
+        std::string::npos);
+  CHECK(p.err.find("gotrace recover --unique " + log + " -o " + dir.File("p.trace")) != std::string::npos);
+  const ProcResult rec = RunProcess({kGotrace, "recover", "-q", log, "-o", dir.File("p.trace")});
+  INFO(rec.err);
+  CHECK(rec.Exited(0));
+  CHECK(ParseWithGo(dir.File("p.trace")).ok);
+}
+
 }  // namespace
 }  // namespace gotrace::testing
