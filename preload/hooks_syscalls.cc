@@ -23,7 +23,11 @@
 //===----------------------------------------------------------------------===//
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/syscall.h>
+
+#include <cstring>
 
 #include "preload/fdclass.h"
 #include "preload/real.h"
@@ -208,6 +212,147 @@ GT_EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t 
   GT_OR_MISSING(pwritev64v2, ssize_t);
   return OnFd(GT_FRAME(), fd, SYS_pwritev2,
               [&] { return real_pwritev64v2(fd, iov, cnt, off, flags); });
+}
+
+// --- stdio reads --------------------------------------------------------------------
+//
+// Problem: stdio refills a stream's buffer with libc's internal read, which
+// no interposer sees: md5sum (fread_unlocked), sed (__uflow, getdelim), uniq
+// (__uflow), sort and wc (fgetc), awk (fgets) waiting on an empty pipe
+// showed no wait, and a staged one ended "quiet" after waiting a second.
+// Only a call that must refill the buffer reads the descriptor, so only
+// one the bytes already buffered cannot answer is recorded, as a read of
+// the stream's descriptor (a wait of its class); any other is forwarded
+// after a look at two pointers (the buffer's fill, read without the
+// stream's lock: a guess that is at worst a record of a call that did not
+// wait). Streams without a descriptor (fmemopen, fopencookie) pass through.
+// Not covered: the scanf family and wide-character reads (fgetwc, fgetws).
+
+namespace gotrace {
+namespace {
+
+GT_ALWAYS_INLINE const char* ReadPtr(FILE* fp) {
+  return __atomic_load_n(&fp->_IO_read_ptr, __ATOMIC_RELAXED);
+}
+GT_ALWAYS_INLINE size_t Buffered(FILE* fp) {
+  return static_cast<size_t>(__atomic_load_n(&fp->_IO_read_end, __ATOMIC_RELAXED) - ReadPtr(fp));
+}
+// Whether `need` bytes are buffered (fread).
+GT_ALWAYS_INLINE bool HasBytes(FILE* fp, size_t size, size_t n) {
+  size_t need;
+  return !__builtin_mul_overflow(size, n, &need) && need <= Buffered(fp);
+}
+// Whether a line ending in `delim` is buffered within `max` bytes (fgets:
+// its room; getdelim: no limit), or `max` bytes are.
+GT_ALWAYS_INLINE bool HasLine(FILE* fp, int delim, size_t max) {
+  const size_t have = Buffered(fp);
+  if (have >= max) return true;
+  return have != 0 && std::memchr(ReadPtr(fp), delim, have) != nullptr;
+}
+
+GT_ALWAYS_INLINE size_t FgetsRoom(int n) { return n > 1 ? static_cast<size_t>(n - 1) : 0; }
+
+// A refill: a read of the stream's descriptor. Out of line: the hooks'
+// test and tail call need no frame of their own.
+template <typename Call>
+GT_NOINLINE auto Refill(FILE* fp, Call call) -> decltype(call()) {
+  const int fd = __atomic_load_n(&fp->_fileno, __ATOMIC_RELAXED);
+  if (fd < 0) return call();
+  return OnFd(GT_FRAME(), fd, SYS_read, call);
+}
+
+}  // namespace
+}  // namespace gotrace
+
+// Each hook: the test inline (a load of two pointers, a compare, a tail
+// call of the real function, once it is resolved: no call, so no registers
+// to save); the refill, and the first call's look-up, out of line.
+#define GT_IF_ANSWERED(name, answered, args)                                 \
+  if (const auto real_ = ::gotrace::real::name; GT_LIKELY(real_ != nullptr && (answered))) \
+  return real_ args
+#define GT_REFILL(fp, call) Refill(fp, [=] { return call; })
+
+GT_EXPORT size_t fread(void* p, size_t size, size_t n, FILE* fp) {
+  GT_IF_ANSWERED(fread, HasBytes(fp, size, n), (p, size, n, fp));
+  return GT_REFILL(fp, GT_REAL(fread)(p, size, n, fp));
+}
+GT_EXPORT size_t fread_unlocked(void* p, size_t size, size_t n, FILE* fp) {
+  GT_IF_ANSWERED(fread_unlocked, HasBytes(fp, size, n), (p, size, n, fp));
+  return GT_REFILL(fp, GT_REAL(fread_unlocked)(p, size, n, fp));
+}
+GT_EXPORT size_t __fread_chk(void* p, size_t room, size_t size, size_t n, FILE* fp) {
+  GT_IF_ANSWERED(__fread_chk, HasBytes(fp, size, n), (p, room, size, n, fp));
+  return GT_REFILL(fp, GT_REAL(__fread_chk)(p, room, size, n, fp));
+}
+GT_EXPORT size_t __fread_unlocked_chk(void* p, size_t room, size_t size, size_t n, FILE* fp) {
+  GT_IF_ANSWERED(__fread_unlocked_chk, HasBytes(fp, size, n), (p, room, size, n, fp));
+  return GT_REFILL(fp, GT_REAL(__fread_unlocked_chk)(p, room, size, n, fp));
+}
+GT_EXPORT char* fgets(char* s, int n, FILE* fp) {
+  GT_IF_ANSWERED(fgets, HasLine(fp, '\n', FgetsRoom(n)), (s, n, fp));
+  return GT_REFILL(fp, GT_REAL(fgets)(s, n, fp));
+}
+GT_EXPORT char* fgets_unlocked(char* s, int n, FILE* fp) {
+  GT_IF_ANSWERED(fgets_unlocked, HasLine(fp, '\n', FgetsRoom(n)), (s, n, fp));
+  return GT_REFILL(fp, GT_REAL(fgets_unlocked)(s, n, fp));
+}
+GT_EXPORT char* __fgets_chk(char* s, size_t room, int n, FILE* fp) {
+  GT_IF_ANSWERED(__fgets_chk, HasLine(fp, '\n', FgetsRoom(n)), (s, room, n, fp));
+  return GT_REFILL(fp, GT_REAL(__fgets_chk)(s, room, n, fp));
+}
+GT_EXPORT char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* fp) {
+  GT_IF_ANSWERED(__fgets_unlocked_chk, HasLine(fp, '\n', FgetsRoom(n)), (s, room, n, fp));
+  return GT_REFILL(fp, GT_REAL(__fgets_unlocked_chk)(s, room, n, fp));
+}
+GT_EXPORT ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  GT_IF_ANSWERED(getdelim, HasLine(fp, delim, SIZE_MAX), (line, n, delim, fp));
+  return GT_REFILL(fp, GT_REAL(getdelim)(line, n, delim, fp));
+}
+GT_EXPORT ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  GT_IF_ANSWERED(__getdelim, HasLine(fp, delim, SIZE_MAX), (line, n, delim, fp));
+  return GT_REFILL(fp, GT_REAL(__getdelim)(line, n, delim, fp));
+}
+GT_EXPORT ssize_t getline(char** line, size_t* n, FILE* fp) {
+  GT_IF_ANSWERED(getline, HasLine(fp, '\n', SIZE_MAX), (line, n, fp));
+  return GT_REFILL(fp, GT_REAL(getline)(line, n, fp));
+}
+GT_EXPORT int fgetc(FILE* fp) {
+  GT_IF_ANSWERED(fgetc, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(fgetc)(fp));
+}
+GT_EXPORT int getc(FILE* fp) {
+  GT_IF_ANSWERED(getc, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(getc)(fp));
+}
+GT_EXPORT int _IO_getc(FILE* fp) {
+  GT_IF_ANSWERED(_IO_getc, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(_IO_getc)(fp));
+}
+GT_EXPORT int fgetc_unlocked(FILE* fp) {
+  GT_IF_ANSWERED(fgetc_unlocked, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(fgetc_unlocked)(fp));
+}
+GT_EXPORT int getc_unlocked(FILE* fp) {
+  GT_IF_ANSWERED(getc_unlocked, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(getc_unlocked)(fp));
+}
+GT_EXPORT int getchar() {
+  GT_IF_ANSWERED(getchar, Buffered(stdin) != 0, ());
+  return GT_REFILL(stdin, GT_REAL(getchar)());
+}
+GT_EXPORT int getchar_unlocked() {
+  GT_IF_ANSWERED(getchar_unlocked, Buffered(stdin) != 0, ());
+  return GT_REFILL(stdin, GT_REAL(getchar_unlocked)());
+}
+// Called by the getc_unlocked and getchar_unlocked macros (and glibc's
+// inline getline) from the program's own code when the buffer is empty.
+GT_EXPORT int __uflow(FILE* fp) {
+  GT_IF_ANSWERED(__uflow, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(__uflow)(fp));
+}
+GT_EXPORT int __underflow(FILE* fp) {
+  GT_IF_ANSWERED(__underflow, Buffered(fp) != 0, (fp));
+  return GT_REFILL(fp, GT_REAL(__underflow)(fp));
 }
 
 // --- sockets ----------------------------------------------------------------------

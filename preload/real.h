@@ -56,6 +56,12 @@ int __open_2(const char* file, int oflag);
 int __open64_2(const char* file, int oflag);
 int __openat_2(int fd, const char* file, int oflag);
 int __openat64_2(int fd, const char* file, int oflag);
+size_t __fread_chk(void* p, size_t room, size_t size, size_t n, FILE* fp);
+size_t __fread_unlocked_chk(void* p, size_t room, size_t size, size_t n, FILE* fp);
+char* __fgets_chk(char* s, size_t room, int n, FILE* fp);
+char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* fp);
+int __underflow(FILE* fp);
+int _IO_getc(FILE* fp);
 }
 
 #include "preload/sys/platform.h"
@@ -168,6 +174,26 @@ int __openat64_2(int fd, const char* file, int oflag);
   X(close_range, nullptr, false)                                  \
   X(closefrom, nullptr, false)                                    \
   X(fclose, nullptr, false)                                       \
+  X(fread, nullptr, false)                                        \
+  X(fread_unlocked, nullptr, false)                               \
+  X(__fread_chk, nullptr, false)                                  \
+  X(__fread_unlocked_chk, nullptr, false)                         \
+  X(fgets, nullptr, false)                                        \
+  X(fgets_unlocked, nullptr, false)                               \
+  X(__fgets_chk, nullptr, false)                                  \
+  X(__fgets_unlocked_chk, nullptr, false)                         \
+  X(getdelim, nullptr, false)                                     \
+  X(__getdelim, nullptr, false)                                   \
+  X(getline, nullptr, false)                                      \
+  X(fgetc, nullptr, false)                                        \
+  X(getc, nullptr, false)                                         \
+  X(_IO_getc, nullptr, false)                                     \
+  X(fgetc_unlocked, nullptr, false)                               \
+  X(getc_unlocked, nullptr, false)                                \
+  X(getchar, nullptr, false)                                      \
+  X(getchar_unlocked, nullptr, false)                             \
+  X(__uflow, nullptr, false)                                      \
+  X(__underflow, nullptr, false)                                  \
   X(eventfd, nullptr, false)                                      \
   X(timerfd_create, nullptr, false)                               \
   X(signalfd, nullptr, false)                                     \

@@ -219,6 +219,38 @@ TEST_CASE("a shell's fork child finds its descriptors' classes again: a pipe rea
   CHECK(reading >= 1);  // its read of the pipe, a network wait
 }
 
+TEST_CASE("tools reading a pipe through stdio wait there, and are worth a trace for it", "[run]") {
+  // md5sum (fread_unlocked), sed (getdelim), uniq (__uflow), wc (getdelim)
+  // and awk (fgets) read stdin through stdio, whose refills no interposer
+  // saw: each waited 0.2 s for the pipe and ended "quiet", with no trace.
+  TempDir dir;
+  const std::string script =
+      "{ sleep 0.2; echo x; } | md5sum\n"
+      "{ sleep 0.2; echo x; } | sed s/x/y/\n"
+      "{ sleep 0.2; echo x; } | uniq\n"
+      "{ sleep 0.2; echo x; } | wc -l\n"
+      "{ sleep 0.2; echo x; } | awk '{ print $1 }'\n";
+  const ProcResult r = WrapJob(dir, script, {"-q", "-o", dir.File("s.trace")}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "401b30e3b8b5d629635a5c613cdb7919  -\ny\nx\n1\nx\n");
+  const std::string index = Slurp(dir.File("s.trace.index.json"));
+  INFO(index);
+  for (const char* tool : {"md5sum", "sed", "uniq", "wc", "awk"}) {
+    INFO(tool);
+    const std::vector<std::string> rows = IndexRows(index, "\"" + std::string(tool) + "\"");
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].find("\"quiet\": false") != std::string::npos);
+    const size_t t = rows[0].find("\"trace\": \"");
+    REQUIRE(t != std::string::npos);
+    const std::string name = rows[0].substr(t + 10, rows[0].find('"', t + 10) - t - 10);
+    const ParsedTrace parsed = ParseWithGo(dir.File(name));
+    INFO(parsed.error);
+    CHECK(parsed.ok);
+    CHECK(parsed.Count("GoBlockNet") >= 1);  // its read of the pipe
+  }
+}
+
 TEST_CASE("learned quiet: only the same command, and never one that runs others",
           "[run]") {
   TempDir dir;

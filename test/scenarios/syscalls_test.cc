@@ -113,6 +113,25 @@ TEST_CASE("a parent blocked in waitpid", "[syscalls]") {
   CHECK(FilesEnding(dir.path(), ".trace").size() == 1);  // the child wrote nothing
 }
 
+TEST_CASE("stdio reads waiting on an empty pipe: each entry point's wait, with its caller",
+          "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("stdio_pipe")}, dir);
+  CHECK(s.plain.out == "line0 line1 line2 line3 line4 line5\n");
+  CHECK(s.traced.out == s.plain.out);
+  // Six refills that waited 20 ms on the pipe: network waits (a pipe's
+  // class), and the child's read of each request.
+  CHECK(s.parsed.Count("GoBlockNet") >= 6);
+  PprofResult p = Pprof(s.trace, "net");
+  INFO(p.error);
+  REQUIRE(p.ok);
+  for (const char* fn : {"read_with_fread", "read_with_fgets", "read_with_getline",
+                         "read_with_getdelim", "read_with_fgetc", "read_with_getc_unlocked"}) {
+    INFO(fn);
+    CHECK_THAT(p.traces, Catch::Contains(fn));
+  }
+}
+
 TEST_CASE("pthread_cancel of a thread blocked in read (H30)", "[syscalls]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Scenario("cancel_read")}, dir);
