@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "encoder/encode.h"
-#include "encoder/log_summary.h"
 #include "encoder/log_format.h"
+#include "encoder/log_summary.h"
 #include "encoder/printable.h"
 #include "encoder/quiet_journal.h"
 #include "symbolizer/dw_symbolizer.h"
@@ -594,11 +594,12 @@ int FinishRun(const GotraceFinishRequest& req) {
         if (req.quiet) {
           // (nothing to say)
         } else if (exited) {
-          std::fprintf(stderr,
-                       "%s: recovered %s (%s events) from the log of a process that exited (status %d) "
-                       "without running libc's exit (a raw exit_group system call, as Go programs end)\n",
-                       prog, it.written.c_str(), Grouped(it.stats.events).c_str(),
-                       WEXITSTATUS(static_cast<int>(st)));
+          std::fprintf(
+              stderr,
+              "%s: recovered %s (%s events) from the log of a process that exited (status %d) "
+              "without running libc's exit (a raw exit_group system call, as Go programs end)\n",
+              prog, it.written.c_str(), Grouped(it.stats.events).c_str(),
+              WEXITSTATUS(static_cast<int>(st)));
         } else {
           std::fprintf(stderr, "%s: recovered %s (%s events) from the log of a process killed before it could write it\n",
                        prog, it.written.c_str(), Grouped(it.stats.events).c_str());

@@ -267,7 +267,7 @@ GT_NOINLINE auto Refill(FILE* fp, Call call) -> decltype(call()) {
 // Each hook: the test inline (a load of two pointers, a compare, a tail
 // call of the real function, once it is resolved: no call, so no registers
 // to save); the refill, and the first call's look-up, out of line.
-#define GT_IF_ANSWERED(name, answered, args)                                 \
+#define GT_IF_ANSWERED(name, answered, args)                                               \
   if (const auto real_ = ::gotrace::real::name; GT_LIKELY(real_ != nullptr && (answered))) \
   return real_ args
 #define GT_REFILL(fp, call) Refill(fp, [=] { return call; })

@@ -516,8 +516,8 @@ void QuietEntry(uint64_t status) {
 void PendingForkEnd(uint64_t status) {
   if (!g.fork_log_pending.exchange(false, std::memory_order_acq_rel)) return;
   alignas(8) uint8_t entry[sizeof(log::QuietHeader) + 16];
-  AppendJournal(entry, log::BuildQuietEntry(entry, sizeof entry, QuietHeaderNow(status, 0, 0), nullptr,
-                                            nullptr, nullptr, 0));
+  AppendJournal(entry, log::BuildQuietEntry(entry, sizeof entry, QuietHeaderNow(status, 0, 0),
+                                            nullptr, nullptr, nullptr, 0));
 }
 
 // The kernel's scheduling records (issue 13), and the log's note of where
@@ -2088,9 +2088,10 @@ void SayGoExit() {
   if (dlsym(RTLD_DEFAULT, "crosscall2") == nullptr) return;
   char buf[3000];
   sys::Line m(buf, sizeof buf);
-  m.Str("this is a Go program: it ends by a raw exit_group system call, past every exit "
-        "handler, so no trace is written at its end; make it from the event log with: gotrace "
-        "recover --unique ")
+  m.Str(
+       "this is a Go program: it ends by a raw exit_group system call, past every exit "
+       "handler, so no trace is written at its end; make it from the event log with: gotrace "
+       "recover --unique ")
       .Str(g.log_path)
       .Str(" -o ")
       .Str(g.out_path)

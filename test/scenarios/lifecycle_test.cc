@@ -102,14 +102,12 @@ TEST_CASE("every way to end the process leaves a complete trace", "[lifecycle]")
     int status;  // exit status, or -signal
     const char* out;
   };
-  const Way way = GENERATE(Way{"exit-return", 3, "leaving by return\n"},
-                           Way{"exit-exit", 4, "leaving by exit\n"},
-                           Way{"exit-_exit", 5, "leaving by _exit\n"},
-                           Way{"exit-_Exit", 6, "leaving by _Exit\n"},
-                           Way{"exit-quick", 7, "leaving by quick\nquick_exit handler\n"},
-                           Way{"exit-pthread", 0, "leaving by pthread\n"},
-                           Way{"exit-syscall", 8, "leaving by syscall\n"},
-                           Way{"exit-abort", -6, "leaving by abort\n"});
+  const Way way = GENERATE(
+      Way{"exit-return", 3, "leaving by return\n"}, Way{"exit-exit", 4, "leaving by exit\n"},
+      Way{"exit-_exit", 5, "leaving by _exit\n"}, Way{"exit-_Exit", 6, "leaving by _Exit\n"},
+      Way{"exit-quick", 7, "leaving by quick\nquick_exit handler\n"},
+      Way{"exit-pthread", 0, "leaving by pthread\n"},
+      Way{"exit-syscall", 8, "leaving by syscall\n"}, Way{"exit-abort", -6, "leaving by abort\n"});
   INFO("mode " << way.mode);
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), way.mode}, dir);

@@ -655,8 +655,9 @@ TEST_CASE("a Go program ends by a raw exit_group: its log becomes its trace, wit
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out.rfind("go version go1.", 0) == 0);
-  CHECK(r.err.find("from the log of a process that exited (status 0) without running libc's exit") !=
-        std::string::npos);
+  CHECK(
+      r.err.find("from the log of a process that exited (status 0) without running libc's exit") !=
+      std::string::npos);
   CHECK(r.err.find("killed") == std::string::npos);
   const std::string index = Slurp(dir.File("g.trace.index.json"));
   INFO(index);
@@ -679,7 +680,8 @@ TEST_CASE("a Go program ends by a raw exit_group: its log becomes its trace, wit
   const std::string log = dir.File("p.trace.gtlog");
   CHECK(p.err.find("gotrace: this is a Go program: it ends by a raw exit_group system call") !=
         std::string::npos);
-  CHECK(p.err.find("gotrace recover --unique " + log + " -o " + dir.File("p.trace")) != std::string::npos);
+  CHECK(p.err.find("gotrace recover --unique " + log + " -o " + dir.File("p.trace")) !=
+        std::string::npos);
   const ProcResult rec = RunProcess({kGotrace, "recover", "-q", log, "-o", dir.File("p.trace")});
   INFO(rec.err);
   CHECK(rec.Exited(0));

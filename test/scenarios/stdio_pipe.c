@@ -71,8 +71,9 @@ int main(void) {
   close(ask[0]);
   FILE* f = fdopen(p[0], "r");
   if (f == NULL) return 2;
-  void (*readers[kLines])(FILE*, char*) = {read_with_fread,   read_with_fgets,  read_with_getline,
-                                           read_with_getdelim, read_with_fgetc, read_with_getc_unlocked};
+  void (*readers[kLines])(FILE*, char*) = {read_with_fread,   read_with_fgets,
+                                           read_with_getline, read_with_getdelim,
+                                           read_with_fgetc,   read_with_getc_unlocked};
   for (int i = 0; i < kLines; i++) {
     char got[64];
     if (write(ask[1], "?", 1) != 1) return 2;

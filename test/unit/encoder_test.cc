@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //===-- test/unit/encoder_test.cc - varints, records, strings, stacks -----===//
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -91,7 +90,8 @@ TEST_CASE("zigzag maps signed deltas both ways", "[encoder][varint]") {
   CHECK(ZigZag(1) == 2);
 }
 
-TEST_CASE("a traced program's text is shown one line each, control characters escaped", "[encoder]") {
+TEST_CASE("a traced program's text is shown one line each, control characters escaped",
+          "[encoder]") {
   CHECK(Printable("python3 -c import os") == "python3 -c import os");
   CHECK(Printable("a\nb\tc") == "a\\nb\\tc");
   CHECK(Printable(std::string("\x1b[31mred\x7f\0", 10)) == "\\x1b[31mred\\x7f\\x00");
