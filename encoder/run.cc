@@ -710,10 +710,29 @@ void JoinAhead() {
   g_ahead.wake_fd = -1;
 }
 
+// Started with stdin, stdout or stderr closed (`prog >&- 2>&-`), the
+// launcher's own descriptors would take those numbers: the run's eventfd
+// became descriptor 1, a pipe descriptor 2, and the summary line written
+// there killed the launcher with SIGPIPE (status 141 for the program's 7, no
+// index). Each closed one holds /dev/null, close-on-exec: the program still
+// starts with it closed, as untraced, and the launcher's lines go nowhere,
+// as the user asked.
+void HoldClosedStandardDescriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0 && null != fd) {
+      (void)dup3(null, fd, O_CLOEXEC);
+      close(null);
+    }
+  }
+}
+
 }  // namespace
 
 int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, ResolveAheadFn resolve_ahead) {
   g_prog = prog_name;
+  HoldClosedStandardDescriptors();
   Options o;
   const int first = ParseOptions(argc, argv, &o);
   Validate(&o);
@@ -901,6 +920,11 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   }
   g_child = child;
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  // Our lines to a pipe nobody reads any more (`tracewrap ... 2>&1 | head
+  // -1`) fail with EPIPE instead of killing us: the exit status is the
+  // program's. (A death by SIGPIPE of the program's is passed on below,
+  // with the default action put back.)
+  signal(SIGPIPE, SIG_IGN);
 
   // The run's traces.
   GotraceFinishRequest req{};

@@ -7,6 +7,7 @@
 // launcher gives the same trace, event for event and frame for frame, as
 // the exit-time path (the same log through `gotrace encode`).
 //===----------------------------------------------------------------------===//
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -642,6 +643,27 @@ TEST_CASE("plain LD_PRELOAD still writes the trace at exit; GOTRACE_DEFER withou
   CHECK(ParseWithGo(dir.File("q.trace")).ok);
   CHECK_FALSE(fs::exists(dir.File("q.trace.gtlog")));
   CHECK_FALSE(fs::exists(dir.File("q.trace.gtlog.self")));
+}
+
+TEST_CASE("tracewrap started with stdout and stderr closed: the program's status, and the index",
+          "[run]") {
+  // Its own descriptors took 1 and 2, and its summary line on a pipe
+  // without a reader killed it with SIGPIPE (141 for the program's 7).
+  TempDir dir;
+  const std::string cmd = "exec " + kTracewrap + " -o " + dir.File("c.trace") +
+                          " -- /bin/sh -c 'sleep 0.01; exit 7' >&- 2>&-";
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_QUIET", "GOTRACE_DEFER"};
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const ProcResult r = RunProcess({"/bin/sh", "-c", cmd}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(7));
+  CHECK(fs::exists(dir.File("c.trace.index.json")));
+  CHECK(ParseWithGo(dir.File("c.trace")).ok);
+  // A program that dies of SIGPIPE: the launcher dies of it too.
+  const ProcResult p = Wrap({"-q", "-o", dir.File("p.trace"), "--", "/bin/sh", "-c", "kill -PIPE $$"}, dir);
+  CHECK(p.term_signal == SIGPIPE);
 }
 
 TEST_CASE("a Go program ends by a raw exit_group: its log becomes its trace, with its command line",
