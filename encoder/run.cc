@@ -791,7 +791,16 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   const bool relative = tmpl[0] != '/';
   if (relative) {
     char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd) == nullptr) Die(2, std::string("cannot read the current directory: ") + strerror(errno));
+    if (getcwd(cwd, sizeof cwd) == nullptr) {
+      // A directory removed under the job (or unreadable): a relative trace
+      // name has nowhere to go. The program runs all the same, untraced, as
+      // when a traced process cannot make its log.
+      const int err = errno;
+      std::fprintf(stderr, "%s: cannot write a trace relative to the current directory (%s%s); give -o "
+                   "an absolute path; running %s untraced\n", g_prog, strerror(err),
+                   err == ENOENT ? ": it was removed" : "", name.c_str());
+      Exec(path, args);
+    }
     tmpl = std::string(cwd) + "/" + tmpl;
   }
   const std::string outdir = Dir(tmpl);

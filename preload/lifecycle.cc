@@ -280,6 +280,13 @@ void LogNameFor(const char* trace, unsigned n, char* out, size_t cap) {
 }
 
 bool OpenLog() {
+  // A relative trace name in a working directory that was removed (getcwd
+  // failed at the start): not a path from the root.
+  if (g.config.out_template[0] != '/' && g.cwd[0] == '\0') {
+    sys::Log("cannot write a trace relative to the current directory (removed, or unreadable); "
+             "give GOTRACE_OUT an absolute path; tracing is off");
+    return false;
+  }
   if (!TracePath(false, g.out_path, sizeof g.out_path)) {
     sys::Log("GOTRACE_OUT is too long; tracing is off");
     return false;

@@ -666,6 +666,36 @@ TEST_CASE("tracewrap started with stdout and stderr closed: the program's status
   CHECK(p.term_signal == SIGPIPE);
 }
 
+TEST_CASE("run from a removed directory: the program runs, untraced, with one line", "[run]") {
+  // tracewrap refused to run it (status 2); the library alone wrote its
+  // trace into / (a relative name against an empty working directory).
+  TempDir dir;
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_QUIET", "GOTRACE_DEFER"};
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const std::string gone = "mkdir gone && cd gone && rmdir ../gone && ";
+  const ProcResult r =
+      RunProcess({"/bin/sh", "-c", gone + "exec " + kTracewrap + " -- /bin/sh -c 'exit 3'"}, o);
+  INFO(r.err);
+  CHECK(r.Exited(3));
+  CHECK(r.err.find("cannot write a trace relative to the current directory") != std::string::npos);
+  CHECK(r.err.find("running /bin/sh untraced") != std::string::npos);
+  auto root_traces = [] {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator("/"))
+      if (e.path().filename().string().rfind("gotrace.", 0) == 0) names.insert(e.path().string());
+    return names;
+  };
+  const std::set<std::string> before = root_traces();
+  const ProcResult p = RunProcess(
+      {"/bin/sh", "-c", gone + "exec env LD_PRELOAD=" + PreloadLib() + " /bin/sh -c 'sleep 0.01; exit 4'"}, o);
+  INFO(p.err);
+  CHECK(p.Exited(4));
+  CHECK(p.err.find("give GOTRACE_OUT an absolute path; tracing is off") != std::string::npos);
+  CHECK(root_traces() == before);
+}
+
 TEST_CASE("a Go program ends by a raw exit_group: its log becomes its trace, with its command line",
           "[run]") {
   // Debian's go command: a Go program linked with cgo (dynamically, so the
