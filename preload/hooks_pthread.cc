@@ -98,9 +98,14 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
     ctx = static_cast<StartContext*>(malloc(sizeof(StartContext)));
   }
   if (ctx == nullptr) return GT_REAL(pthread_create)(thread, attr, start, arg);
+  // The new thread frees ctx as it starts, maybe before the real
+  // pthread_create returns here (and its block is soon another's: a worker
+  // that mallocs at once wrote over the id, and the trace showed a thread
+  // "created" with that garbage for its id that never ran): ours is a copy.
+  const uint64_t create_id = paused ? 0 : g.next_create_id.fetch_add(1, std::memory_order_relaxed);
   ctx->fn = start;
   ctx->arg = arg;
-  ctx->create_id = paused ? 0 : g.next_create_id.fetch_add(1, std::memory_order_relaxed);
+  ctx->create_id = create_id;
   const uint32_t cpu = sys::CurrentCpu();
   const Tick t = sys::Ticks();  // before the thread can record anything
   AppThreadCreating();  // before it can start, end, and be counted down
@@ -111,7 +116,7 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
     free(ctx);
     return rc;
   }
-  if (!paused) RecordCreate(scope, t, cpu, ctx->create_id, reinterpret_cast<uintptr_t>(start), GT_FRAME());
+  if (!paused) RecordCreate(scope, t, cpu, create_id, reinterpret_cast<uintptr_t>(start), GT_FRAME());
   return rc;
 }
 

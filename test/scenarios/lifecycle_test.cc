@@ -585,6 +585,27 @@ TEST_CASE("2000 short-lived threads", "[lifecycle]") {
   CHECK(Goroutines(s.parsed).size() == 2001);
 }
 
+TEST_CASE("threads that allocate as they start: each created once, under its own id, and run",
+          "[lifecycle]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("create_reuse")}, dir, {}, /*web=*/false);
+  CHECK(s.plain.out == "sum 8194016\n");
+  // 64 creations by main (g != 0: not the start snapshot's), each of a
+  // goroutine that then starts and ends; no other goroutine.
+  std::set<uint64_t> created, started;
+  for (const GoEvent& e : s.parsed.events) {
+    if (e.name == "GoCreate" && e.g != 0) created.insert(e.args.at("g"));
+    if (e.name == "GoStart") started.insert(e.g);
+  }
+  CHECK(created.size() == 64);
+  for (uint64_t g : created) {
+    INFO("goroutine " << g);
+    CHECK(started.count(g) == 1);
+  }
+  CHECK(s.parsed.Count("GoEnd") == 64);
+  CHECK(Goroutines(s.parsed).size() == 65);
+}
+
 TEST_CASE("a daemon that closes every descriptor, dup2s over them and chdirs", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "fd-closer"}, dir);
