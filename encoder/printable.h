@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//===-- encoder/printable.h - text from a traced program, for a terminal --===//
+//===-- encoder/printable.h - text from a traced program, for people and JSON ===//
 //
 // Command lines and names come from the traced program: a `python3 -c`
-// script has newlines, an argument may hold an escape sequence. A line of a
-// table or a report shows them as C escapes (\n, \t, \x1b), one line each.
+// script has newlines, an argument may hold an escape sequence or bytes
+// that are not UTF-8 (a file name in Latin-1). A line of a table or a report
+// shows control characters as C escapes (\n, \t, \x1b), one line each;
+// JSON (the run's index, gotrace report's --json and HTML) must be valid
+// UTF-8: a byte that does not belong to a valid UTF-8 sequence is written
+// as \udcXX, the lone surrogate Python's "surrogateescape" gives it
+// (PEP 383), so that json.load and os.fsencode get the bytes back, and
+// gotrace's own reader (encoder/report/run_index.cc) too.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -31,6 +37,57 @@ inline std::string Printable(std::string_view text) {
     }
   }
   return s;
+}
+
+// The length of the valid UTF-8 sequence that starts at s[i] (2 to 4: the
+// shortest form of a code point up to U+10FFFF that is not a surrogate), or
+// 0. (ASCII is the caller's.)
+inline size_t Utf8Sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  const size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) >= 0xa0))) return 0;  // overlong; surrogates
+  if (n == 4 && ((c == 0xf0 && b(1) < 0x90) || (c == 0xf4 && b(1) >= 0x90))) return 0;  // overlong; > U+10FFFF
+  return n;
+}
+
+// `text` as a JSON string, quotes included. `for_script`: also <, > and &
+// as \u escapes (a string inside an HTML page's script never closes it).
+inline std::string JsonString(std::string_view text, bool for_script = false) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string o = "\"";
+  o.reserve(text.size() + 2);
+  auto unicode = [&](unsigned v) {
+    o += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) o += kHex[(v >> shift) & 15];
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8Sequence(text, i);
+      if (n == 0) {
+        unicode(0xdc00 | c);
+      } else {
+        o.append(text.substr(i, n));
+        i += n - 1;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f || (for_script && (c == '<' || c == '>' || c == '&'))) unicode(c);
+        else o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
 }
 
 }  // namespace gotrace

@@ -211,27 +211,6 @@ std::string StatusText(int64_t status, bool exec_d) {
   return "?";
 }
 
-std::string Json(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string CommandLine(const std::vector<std::string>& argv) {
   std::string s;
@@ -660,7 +639,7 @@ int FinishRun(const GotraceFinishRequest& req) {
   if (!index_path.empty()) {
     std::string j = "{\n  \"version\": 1,\n  \"command\": [";
     for (const char* const* a = req.argv; a != nullptr && *a != nullptr; ++a)
-      j += (a == req.argv ? "" : ", ") + Json(*a);
+      j += (a == req.argv ? "" : ", ") + JsonString(*a);
     j += "],\n  \"duration_ns\": " + std::to_string(req.end_ns - req.start_ns) +
          ",\n  \"exit\": " + StatusJson(req.root_status, false) +
          ",\n  \"traces\": " + std::to_string(traces) + ",\n  \"quiet\": " + std::to_string(quiet) +
@@ -672,13 +651,13 @@ int FinishRun(const GotraceFinishRequest& req) {
       j += i == 0 ? "\n" : ",\n";
       j += "    {\"pid\": " + std::to_string(it.sum.pid) + ", \"ppid\": " + std::to_string(it.sum.ppid);
       j += ", \"argv\": [";
-      for (size_t a = 0; a < it.sum.argv.size(); ++a) j += (a ? ", " : "") + Json(it.sum.argv[a]);
-      j += "], \"exe\": " + Json(it.sum.exe);
+      for (size_t a = 0; a < it.sum.argv.size(); ++a) j += (a ? ", " : "") + JsonString(it.sum.argv[a]);
+      j += "], \"exe\": " + JsonString(it.sum.exe);
       j += ", \"start_ns\": " + std::to_string(start);
       const int64_t duration = duration_of(it);
       j += ", \"duration_ns\": " + (duration >= 0 ? std::to_string(duration) : std::string("null"));
       j += ", \"exit\": " + StatusJson(status_of(it), it.sum.exec_d);
-      j += ", \"trace\": " + (it.encoded ? Json(Base(it.written)) : std::string("null"));
+      j += ", \"trace\": " + (it.encoded ? JsonString(Base(it.written)) : std::string("null"));
       j += ", \"quiet\": " + std::string(it.quiet && !it.sum.skipped ? "true" : "false");
       j += ", \"traced\": " + std::string(it.sum.skipped ? "false" : "true");
       j += ", \"recovered\": " + std::string(it.killed && it.encoded ? "true" : "false");

@@ -13,32 +13,13 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "encoder/printable.h"
 #include "encoder/report/report.h"
 
 namespace gotrace::report {
 namespace {
 
-void JStr(std::string* o, const std::string& s) {
-  *o += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': *o += "\\\""; break;
-      case '\\': *o += "\\\\"; break;
-      case '<': *o += "\\u003c"; break;  // never "</script>" inside the page's script
-      case '>': *o += "\\u003e"; break;
-      case '&': *o += "\\u0026"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          *o += b;
-        } else {
-          *o += static_cast<char>(c);
-        }
-    }
-  }
-  *o += '"';
-}
+void JStr(std::string* o, const std::string& s) { *o += JsonString(s, /*for_script=*/true); }
 
 void Num(std::string* o, int64_t v) { *o += std::to_string(v); }
 

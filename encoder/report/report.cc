@@ -558,22 +558,7 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top) {
 }
 
 namespace {
-std::string J(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      default:
-        if (c < 0x20) o += Fmt("\\u%04x", c);
-        else o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+std::string J(const std::string& s) { return JsonString(s); }
 
 std::string JState(const StateStat& s, int64_t life) {
   return Fmt("{\"ns\":%" PRId64 ",\"count\":%" PRIu64 ",\"pct\":%.3f}", s.ns, s.count,

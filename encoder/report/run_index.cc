@@ -109,6 +109,9 @@ class Parser {
             uint32_t c2;
             if (!Hex4(&c2) || c2 < 0xdc00 || c2 >= 0xe000) return false;
             c1 = 0x10000 + ((c1 - 0xd800) << 10) + (c2 - 0xdc00);
+          } else if (c1 >= 0xdc80 && c1 <= 0xdcff) {
+            *o += static_cast<char>(c1 & 0xff);  // a byte that was not UTF-8 (encoder/printable.h)
+            break;
           }
           Utf8(o, c1);
           break;

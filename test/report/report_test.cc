@@ -534,7 +534,7 @@ TEST_CASE("a run index stands for the traces it lists", "[report][cli]") {
   const std::string idx = dir.File("run.index.json");
   std::ofstream(idx) << R"({"version": 1, "future": {"x": [1, 2.5e3, null]},
     "processes": [
-      {"pid": 42, "ppid": 1, "argv": ["./app", "-x \"q\" \u00e9"], "trace": "app.trace", "quiet": false},
+      {"pid": 42, "ppid": 1, "argv": ["./app", "-x \"q\" \u00e9", "caf\udce9"], "trace": "app.trace", "quiet": false},
       {"pid": 43, "ppid": 42, "argv": ["true"], "trace": null, "quiet": true},
       {"pid": 44, "ppid": 42, "argv": ["child"], "trace": "sub/child.trace", "new_key": {}}
     ]})";

@@ -666,6 +666,20 @@ TEST_CASE("tracewrap started with stdout and stderr closed: the program's status
   CHECK(p.term_signal == SIGPIPE);
 }
 
+TEST_CASE("an argument that is not UTF-8 is \\udcXX in the index, which stays valid JSON",
+          "[run]") {
+  TempDir dir;
+  const ProcResult r = Wrap({"-q", "-o", dir.File("u.trace"), "--", "/bin/sh", "-c", "exit 0", "\xff\xfe",
+                             "caf\xe9", "caf\xc3\xa9"},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("u.trace.index.json"));
+  INFO(index);
+  CHECK(index.find("\"exit 0\", \"\\udcff\\udcfe\", \"caf\\udce9\", \"caf\xc3\xa9\"]") != std::string::npos);
+  CHECK(index.find('\xff') == std::string::npos);
+}
+
 TEST_CASE("run from a removed directory: the program runs, untraced, with one line", "[run]") {
   // tracewrap refused to run it (status 2); the library alone wrote its
   // trace into / (a relative name against an empty working directory).

@@ -98,6 +98,19 @@ TEST_CASE("a traced program's text is shown one line each, control characters es
   CHECK(Printable("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 as it is
 }
 
+TEST_CASE("JSON strings are valid UTF-8: a byte that is not is \\udcXX, as surrogateescape",
+          "[encoder]") {
+  CHECK(JsonString("plain") == "\"plain\"");
+  CHECK(JsonString("a\"b\\c\nd\x01") == "\"a\\\"b\\\\c\\nd\\u0001\"");
+  CHECK(JsonString("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  CHECK(JsonString("\xff\xfe") == "\"\\udcff\\udcfe\"");
+  CHECK(JsonString("caf\xe9!") == "\"caf\\udce9!\"");          // Latin-1
+  CHECK(JsonString("\xc3") == "\"\\udcc3\"");                  // cut short
+  CHECK(JsonString("\xc0\xaf") == "\"\\udcc0\\udcaf\"");          // overlong
+  CHECK(JsonString("\xed\xa0\x80") == "\"\\udced\\udca0\\udc80\""); // a surrogate
+  CHECK(JsonString("</script>&", true) == "\"\\u003c/script\\u003e\\u0026\"");
+}
+
 TEST_CASE("CRC-32C matches the standard check value", "[encoder]") {
   const char* s = "123456789";
   CHECK(Crc32c(0, s, 9) == 0xe3069283u);
