@@ -889,6 +889,17 @@ class Module {
     return true;
   }
 
+  // libdwfl takes a CU's code to run up to the next CU's start, and libdw's
+  // line table answers with its last row at or below pc: code between two
+  // CUs (crt1's _start, after main's CU, which has no debug info) got the
+  // line where main's CU ends (addr2line: ??:?). A CU whose address ranges
+  // leave pc out is not pc's; one with no address attributes cannot tell.
+  static bool CuCovers(Dwarf_Die* cu, Dwarf_Addr pc) {
+    const int in = dwarf_haspc(cu, pc);
+    if (in != 0) return true;  // in, or cannot tell (an error)
+    return !dwarf_hasattr(cu, DW_AT_ranges) && !dwarf_hasattr(cu, DW_AT_low_pc);
+  }
+
   void Resolve(uint64_t addr, std::vector<SymFrame>* frames) {
     if (!Open()) {
       frames->push_back(OffsetFrame(addr));
@@ -899,6 +910,7 @@ class Module {
     Dwarf_Addr dwbias = 0;
     // Without DWARF (the policy), straight to the symbol table below.
     Dwarf_Die* cudie = dwarf_ ? dwfl_module_addrdie(mod_, addr, &dwbias) : nullptr;
+    if (cudie != nullptr && !CuCovers(cudie, addr - dwbias)) cudie = nullptr;
     if (cudie != nullptr) {
       const Dwarf_Addr pc = addr - dwbias;
       const CuIndex& index = Index(cudie);

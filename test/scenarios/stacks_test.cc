@@ -227,6 +227,28 @@ void CheckPlugins(const std::vector<std::string>& env) {
   }
 }
 
+TEST_CASE("stacks: crt1's _start after an -O2 main has no line of main's CU", "[stacks]") {
+  // main in .text.startup, _start right after it: the symbolizer gave
+  // _start the row where main's CU ends (unique_lock.h:103); addr2line ??:?.
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("pool_o2")}, dir, {}, /*web=*/false);
+  CHECK(s.plain.out == "sum=5135139 done=4000\n");
+  PprofResult p = Pprof(s.trace, "sync");
+  INFO(p.error << "\n" << p.raw);
+  REQUIRE(p.ok);
+  bool start = false, main_line = false;
+  std::istringstream in(p.raw);
+  for (std::string l; std::getline(in, l);) {
+    if (l.find(" _start ") != std::string::npos) {
+      start = true;
+      CHECK(l.find(" _start ?:0") != std::string::npos);
+    }
+    if (l.find(" main ") != std::string::npos && l.find("pool_o2.cc:") != std::string::npos) main_line = true;
+  }
+  CHECK(start);
+  CHECK(main_line);
+}
+
 TEST_CASE("stacks: plugins dlclose'd and replaced at the same addresses keep their names",
           "[stacks]") {
   SECTION("default (auto)") { CheckPlugins({}); }
