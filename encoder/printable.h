@@ -15,6 +15,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "encoder/shell_word.h"
 
 namespace gotrace {
 
@@ -35,6 +38,17 @@ inline std::string Printable(std::string_view text) {
       s += kHex[c >> 4];
       s += kHex[c & 15];
     }
+  }
+  return s;
+}
+
+// A command line as a shell would take it back: each argument one word
+// (quoted if it must be: `--save ''`, `-c 'import os'`).
+inline std::string CommandLine(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) {
+    if (!s.empty()) s += ' ';
+    ShellWord(a, [&s](std::string_view piece) { s += piece; });
   }
   return s;
 }

@@ -33,6 +33,7 @@
 #include "encoder/log_summary.h"
 #include "encoder/printable.h"
 #include "encoder/quiet_journal.h"
+#include "encoder/shell_word.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
@@ -212,11 +213,6 @@ std::string StatusText(int64_t status, bool exec_d) {
 }
 
 
-std::string CommandLine(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return Printable(s);
-}
 
 // The journal of quiet processes (encoder/quiet_journal.h). A missing one
 // is an empty one (a launcher of the run could not make it, or nothing was
@@ -605,13 +601,15 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!it.encoded || it.killed || static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d)
         continue;
       const std::string p = shown(it.written);
+      std::string word;
+      ShellWord(p, [&word](std::string_view piece) { word += piece; });
       std::fprintf(stderr,
                    "gotrace: wrote %s (%s %s, %s events, %s; scheduling %s) in %.2f s; view with: go tool trace %s\n",
                    p.c_str(), Grouped(it.stats.model.threads).c_str(),
                    it.stats.model.threads == 1 ? "thread" : "threads",
                    Grouped(it.stats.events).c_str(), HumanBytes(it.stats.bytes).c_str(),
                    it.stats.model.kernel_processes > 0 ? "from the kernel" : "inferred", secs,
-                   p.c_str());
+                   word.c_str());
       if (it.stats.model.dropped_records > 0)
         std::fprintf(stderr, "gotrace: the trace has gaps: %s records dropped (the log could not be written)\n",
                      Grouped(it.stats.model.dropped_records).c_str());
@@ -705,7 +703,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       const size_t rows = std::min<size_t>(shown_procs.size(), 8);
       for (size_t i = 0; i < rows; ++i) {
         const Item& it = *shown_procs[i];
-        std::string cmd = CommandLine(it.sum.argv);
+        std::string cmd = Printable(CommandLine(it.sum.argv));
         if (cmd.empty()) cmd = Printable(Base(it.sum.exe));
         if (cmd.size() > 40) cmd = cmd.substr(0, 37) + "...";
         std::fprintf(stderr, "  %7u %7u %6s %8.3fs %10s  %s\n", it.sum.pid, it.sum.ppid,

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "encoder/printable.h"
 #include "encoder/trace_checker.h"
 
 namespace gotrace {
@@ -888,8 +889,7 @@ void Replay::WriteMeta() {
   const auto& files = logs_.files();
   for (size_t f = 0; f < files.size(); ++f) {
     const FileMeta& m = meta_[f];
-    std::string cmd;
-    for (const auto& a : m.argv) cmd += (cmd.empty() ? "" : " ") + a;
+    const std::string cmd = CommandLine(m.argv);
     std::string line = "gotrace-meta:v1 pid=" + std::to_string(files[f].header.pid) +
                        " sched=" + m.sched + " cpu_hz=" + std::to_string(m.cpu_hz) +
                        " lost=" + std::to_string(m.lost) + " dropped=" + std::to_string(m.dropped);

@@ -50,6 +50,7 @@
 
 #include "encoder/encode_api.h"
 #include "encoder/log_decode.h"
+#include "encoder/shell_word.h"
 #include "preload/control.h"
 #include "preload/fdclass.h"
 #include "preload/heap.h"
@@ -920,7 +921,8 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
   m.Grouped(res.events).Str(" events, ").Bytes(res.bytes);
   m.Str(kernel::Active() ? "; scheduling from the kernel" : "; scheduling inferred");
   m.Str(") in ").Fixed(ms100);
-  m.Str(" s; view with: go tool trace ").Str(shown);
+  m.Str(" s; view with: go tool trace ");
+  ShellWord(shown, [&m](std::string_view piece) { m.Str(piece.data(), piece.size()); });
   sys::Log(m.c_str());
   if (res.dropped_records > 0 || g.chunks_dropped.load() > 0) {
     char b2[256];

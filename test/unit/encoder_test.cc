@@ -13,6 +13,7 @@
 #include "encoder/log_reader.h"
 #include "encoder/log_writer.h"
 #include "encoder/printable.h"
+#include "encoder/shell_word.h"
 #include "encoder/stack_table.h"
 #include "encoder/trace_checker.h"
 #include "encoder/varint.h"
@@ -109,6 +110,20 @@ TEST_CASE("JSON strings are valid UTF-8: a byte that is not is \\udcXX, as surro
   CHECK(JsonString("\xc0\xaf") == "\"\\udcc0\\udcaf\"");          // overlong
   CHECK(JsonString("\xed\xa0\x80") == "\"\\udced\\udca0\\udc80\""); // a surrogate
   CHECK(JsonString("</script>&", true) == "\"\\u003c/script\\u003e\\u0026\"");
+}
+
+TEST_CASE("a path in the view-with hint is one shell word", "[encoder]") {
+  auto word = [](std::string_view s) {
+    std::string w;
+    ShellWord(s, [&w](std::string_view piece) { w += piece; });
+    return w;
+  };
+  CHECK(word("traces/app.trace") == "traces/app.trace");
+  CHECK(word("gotrace.%p-1,2:3@x=y+z") == "gotrace.%p-1,2:3@x=y+z");
+  CHECK(word("my trace") == "'my trace'");
+  CHECK(word("it's") == "'it'\\''s'");
+  CHECK(word("a$b`c") == "'a$b`c'");
+  CHECK(word("") == "''");
 }
 
 TEST_CASE("CRC-32C matches the standard check value", "[encoder]") {
