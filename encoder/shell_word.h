@@ -3,8 +3,10 @@
 //
 // The "view with: go tool trace PATH" hint is meant to be pasted into a
 // shell: a path with a space or a quote in it must come out as one word.
-// Header-only, no allocation: the preloaded library prints it too (through
-// `put`, one piece at a time).
+// Header-only, no allocation and nothing that throws (no substr: its
+// out_of_range would link the C++ exception machinery, and stdio with it,
+// into libgotrace.so, which prints the hint too, through `put`, one piece
+// at a time).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -31,11 +33,11 @@ void ShellWord(std::string_view word, Put put) {
   size_t from = 0;
   for (size_t i = 0; i < word.size(); ++i) {
     if (word[i] != '\'') continue;
-    put(word.substr(from, i - from));
+    put(std::string_view(word.data() + from, i - from));
     put("'\\''");
     from = i + 1;
   }
-  put(word.substr(from));
+  put(std::string_view(word.data() + from, word.size() - from));
   put("'");
 }
 
