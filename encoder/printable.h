@@ -63,8 +63,10 @@ inline size_t Utf8Sequence(std::string_view s, size_t i) {
   if (n == 0 || c > 0xf4 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k)
     if ((b(k) & 0xc0) != 0x80) return 0;
-  if (n == 3 && ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) >= 0xa0))) return 0;  // overlong; surrogates
-  if (n == 4 && ((c == 0xf0 && b(1) < 0x90) || (c == 0xf4 && b(1) >= 0x90))) return 0;  // overlong; > U+10FFFF
+  if (n == 3 && ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) >= 0xa0)))
+    return 0;  // overlong; surrogates
+  if (n == 4 && ((c == 0xf0 && b(1) < 0x90) || (c == 0xf4 && b(1) >= 0x90)))
+    return 0;  // overlong; > U+10FFFF
   return n;
 }
 
@@ -91,14 +93,26 @@ inline std::string JsonString(std::string_view text, bool for_script = false) {
       continue;
     }
     switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
+      case '"':
+        o += "\\\"";
+        break;
+      case '\\':
+        o += "\\\\";
+        break;
+      case '\n':
+        o += "\\n";
+        break;
+      case '\t':
+        o += "\\t";
+        break;
+      case '\r':
+        o += "\\r";
+        break;
       default:
-        if (c < 0x20 || c == 0x7f || (for_script && (c == '<' || c == '>' || c == '&'))) unicode(c);
-        else o += static_cast<char>(c);
+        if (c < 0x20 || c == 0x7f || (for_script && (c == '<' || c == '>' || c == '&')))
+          unicode(c);
+        else
+          o += static_cast<char>(c);
     }
   }
   return o + "\"";

@@ -796,9 +796,10 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
       // name has nowhere to go. The program runs all the same, untraced, as
       // when a traced process cannot make its log.
       const int err = errno;
-      std::fprintf(stderr, "%s: cannot write a trace relative to the current directory (%s%s); give -o "
-                   "an absolute path; running %s untraced\n", g_prog, strerror(err),
-                   err == ENOENT ? ": it was removed" : "", name.c_str());
+      std::fprintf(stderr,
+                   "%s: cannot write a trace relative to the current directory (%s%s); give -o "
+                   "an absolute path; running %s untraced\n",
+                   g_prog, strerror(err), err == ENOENT ? ": it was removed" : "", name.c_str());
       Exec(path, args);
     }
     tmpl = std::string(cwd) + "/" + tmpl;

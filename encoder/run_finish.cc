@@ -212,8 +212,6 @@ std::string StatusText(int64_t status, bool exec_d) {
   return "?";
 }
 
-
-
 // The journal of quiet processes (encoder/quiet_journal.h). A missing one
 // is an empty one (a launcher of the run could not make it, or nothing was
 // quiet); false if damaged (the entries before the damage are kept).
@@ -604,7 +602,8 @@ int FinishRun(const GotraceFinishRequest& req) {
       std::string word;
       ShellWord(p, [&word](std::string_view piece) { word += piece; });
       std::fprintf(stderr,
-                   "gotrace: wrote %s (%s %s, %s events, %s; scheduling %s) in %.2f s; view with: go tool trace %s\n",
+                   "gotrace: wrote %s (%s %s, %s events, %s; scheduling %s) in %.2f s; view with: "
+                   "go tool trace %s\n",
                    p.c_str(), Grouped(it.stats.model.threads).c_str(),
                    it.stats.model.threads == 1 ? "thread" : "threads",
                    Grouped(it.stats.events).c_str(), HumanBytes(it.stats.bytes).c_str(),
@@ -649,7 +648,8 @@ int FinishRun(const GotraceFinishRequest& req) {
       j += i == 0 ? "\n" : ",\n";
       j += "    {\"pid\": " + std::to_string(it.sum.pid) + ", \"ppid\": " + std::to_string(it.sum.ppid);
       j += ", \"argv\": [";
-      for (size_t a = 0; a < it.sum.argv.size(); ++a) j += (a ? ", " : "") + JsonString(it.sum.argv[a]);
+      for (size_t a = 0; a < it.sum.argv.size(); ++a)
+        j += (a ? ", " : "") + JsonString(it.sum.argv[a]);
       j += "], \"exe\": " + JsonString(it.sum.exe);
       j += ", \"start_ns\": " + std::to_string(start);
       const int64_t duration = duration_of(it);

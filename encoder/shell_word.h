@@ -21,8 +21,8 @@ void ShellWord(std::string_view word, Put put) {
   bool plain = !word.empty();
   for (const char c : word) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ',' || c == ':' ||
-                    c == '@' || c == '%' || c == '=';
+                    c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ',' ||
+                    c == ':' || c == '@' || c == '%' || c == '=';
     plain = plain && ok;
   }
   if (plain) {

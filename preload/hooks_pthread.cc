@@ -116,7 +116,8 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
     free(ctx);
     return rc;
   }
-  if (!paused) RecordCreate(scope, t, cpu, create_id, reinterpret_cast<uintptr_t>(start), GT_FRAME());
+  if (!paused)
+    RecordCreate(scope, t, cpu, create_id, reinterpret_cast<uintptr_t>(start), GT_FRAME());
   return rc;
 }
 

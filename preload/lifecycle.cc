@@ -284,8 +284,9 @@ bool OpenLog() {
   // A relative trace name in a working directory that was removed (getcwd
   // failed at the start): not a path from the root.
   if (g.config.out_template[0] != '/' && g.cwd[0] == '\0') {
-    sys::Log("cannot write a trace relative to the current directory (removed, or unreadable); "
-             "give GOTRACE_OUT an absolute path; tracing is off");
+    sys::Log(
+        "cannot write a trace relative to the current directory (removed, or unreadable); "
+        "give GOTRACE_OUT an absolute path; tracing is off");
     return false;
   }
   if (!TracePath(false, g.out_path, sizeof g.out_path)) {

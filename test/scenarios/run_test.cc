@@ -662,21 +662,23 @@ TEST_CASE("tracewrap started with stdout and stderr closed: the program's status
   CHECK(fs::exists(dir.File("c.trace.index.json")));
   CHECK(ParseWithGo(dir.File("c.trace")).ok);
   // A program that dies of SIGPIPE: the launcher dies of it too.
-  const ProcResult p = Wrap({"-q", "-o", dir.File("p.trace"), "--", "/bin/sh", "-c", "kill -PIPE $$"}, dir);
+  const ProcResult p =
+      Wrap({"-q", "-o", dir.File("p.trace"), "--", "/bin/sh", "-c", "kill -PIPE $$"}, dir);
   CHECK(p.term_signal == SIGPIPE);
 }
 
 TEST_CASE("an argument that is not UTF-8 is \\udcXX in the index, which stays valid JSON",
           "[run]") {
   TempDir dir;
-  const ProcResult r = Wrap({"-q", "-o", dir.File("u.trace"), "--", "/bin/sh", "-c", "exit 0", "\xff\xfe",
-                             "caf\xe9", "caf\xc3\xa9"},
+  const ProcResult r = Wrap({"-q", "-o", dir.File("u.trace"), "--", "/bin/sh", "-c", "exit 0",
+                             "\xff\xfe", "caf\xe9", "caf\xc3\xa9"},
                             dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("u.trace.index.json"));
   INFO(index);
-  CHECK(index.find("\"exit 0\", \"\\udcff\\udcfe\", \"caf\\udce9\", \"caf\xc3\xa9\"]") != std::string::npos);
+  CHECK(index.find("\"exit 0\", \"\\udcff\\udcfe\", \"caf\\udce9\", \"caf\xc3\xa9\"]") !=
+        std::string::npos);
   CHECK(index.find('\xff') == std::string::npos);
 }
 
@@ -703,7 +705,9 @@ TEST_CASE("run from a removed directory: the program runs, untraced, with one li
   };
   const std::set<std::string> before = root_traces();
   const ProcResult p = RunProcess(
-      {"/bin/sh", "-c", gone + "exec env LD_PRELOAD=" + PreloadLib() + " /bin/sh -c 'sleep 0.01; exit 4'"}, o);
+      {"/bin/sh", "-c",
+       gone + "exec env LD_PRELOAD=" + PreloadLib() + " /bin/sh -c 'sleep 0.01; exit 4'"},
+      o);
   INFO(p.err);
   CHECK(p.Exited(4));
   CHECK(p.err.find("give GOTRACE_OUT an absolute path; tracing is off") != std::string::npos);

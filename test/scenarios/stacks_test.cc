@@ -243,7 +243,8 @@ TEST_CASE("stacks: crt1's _start after an -O2 main has no line of main's CU", "[
       start = true;
       CHECK(l.find(" _start ?:0") != std::string::npos);
     }
-    if (l.find(" main ") != std::string::npos && l.find("pool_o2.cc:") != std::string::npos) main_line = true;
+    if (l.find(" main ") != std::string::npos && l.find("pool_o2.cc:") != std::string::npos)
+      main_line = true;
   }
   CHECK(start);
   CHECK(main_line);

@@ -103,12 +103,13 @@ TEST_CASE("JSON strings are valid UTF-8: a byte that is not is \\udcXX, as surro
           "[encoder]") {
   CHECK(JsonString("plain") == "\"plain\"");
   CHECK(JsonString("a\"b\\c\nd\x01") == "\"a\\\"b\\\\c\\nd\\u0001\"");
-  CHECK(JsonString("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  CHECK(JsonString("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
   CHECK(JsonString("\xff\xfe") == "\"\\udcff\\udcfe\"");
-  CHECK(JsonString("caf\xe9!") == "\"caf\\udce9!\"");          // Latin-1
-  CHECK(JsonString("\xc3") == "\"\\udcc3\"");                  // cut short
-  CHECK(JsonString("\xc0\xaf") == "\"\\udcc0\\udcaf\"");          // overlong
-  CHECK(JsonString("\xed\xa0\x80") == "\"\\udced\\udca0\\udc80\""); // a surrogate
+  CHECK(JsonString("caf\xe9!") == "\"caf\\udce9!\"");                // Latin-1
+  CHECK(JsonString("\xc3") == "\"\\udcc3\"");                        // cut short
+  CHECK(JsonString("\xc0\xaf") == "\"\\udcc0\\udcaf\"");             // overlong
+  CHECK(JsonString("\xed\xa0\x80") == "\"\\udced\\udca0\\udc80\"");  // a surrogate
   CHECK(JsonString("</script>&", true) == "\"\\u003c/script\\u003e\\u0026\"");
 }
 
