@@ -467,16 +467,23 @@ void CheckProgram(const std::string& path, bool force) {
   close(fd);
   // H29: set-id and file capabilities put ld.so in secure-execution mode,
   // where it ignores preload entries containing a slash (ld.so(8)). The
-  // kernel honours set-gid only together with group execute.
-  if (st.st_mode & S_ISUID) {
+  // kernel honours set-gid only together with group execute. Secure mode is
+  // what the kernel sets when the exec changes the ids or gains
+  // capabilities (AT_SECURE): a setuid-root program run by root (su, sudo in
+  // a root CI job) changes nothing, gains nothing, and is traced as any
+  // other.
+  const bool changes_uid = (st.st_mode & S_ISUID) && st.st_uid != getuid();
+  const bool changes_gid = (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && st.st_gid != getgid();
+  const bool root = getuid() == 0 && geteuid() == 0;
+  if (changes_uid) {
     Die(2, path + " is setuid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
                   "so it cannot be traced; trace a copy without the setuid bit (or use --force to run it untraced)");
   }
-  if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) {
+  if (changes_gid) {
     Die(2, path + " is setgid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
                   "so it cannot be traced; trace a copy without the setgid bit (or use --force to run it untraced)");
   }
-  const std::string caps = FileCaps(path);
+  const std::string caps = root ? std::string() : FileCaps(path);
   if (!caps.empty()) {
     Die(2, path + " has file capabilities (" + caps +
                "): the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), so it cannot "
