@@ -134,6 +134,7 @@ struct Item {
   bool killed = false;   // no end record, held by nobody
   bool quiet = false;
   bool encoded = false;
+  uint64_t killed_end_ns = 0;  // killed: its end, from its reaping (ModelOptions)
   std::string written;   // the trace actually written (a taken name gets .1, ...)
   std::string error;
   EncodeStats stats;
@@ -259,8 +260,14 @@ const EncodeOptions& RunOptions(const GotraceFinishRequest& req) {
 }
 
 // Encodes one claimed log into its trace.
-void EncodeItem(Item& it, const EncodeOptions& opts) {
+void EncodeItem(Item& it, const EncodeOptions& run_opts) {
   const std::string log = it.claimed;
+  EncodeOptions killed;
+  if (it.killed_end_ns != 0) {
+    killed = run_opts;
+    killed.model.killed_end_ns = it.killed_end_ns;
+  }
+  const EncodeOptions& opts = it.killed_end_ns != 0 ? killed : run_opts;
   const Status st = Encode(std::span<const std::string>(&log, 1), it.trace, opts, &it.stats);
   if (st.ok()) {
     it.encoded = true;
@@ -343,6 +350,39 @@ std::vector<Item> TakeAheadItems() {
 
 }  // namespace
 
+// A killed process's log stops at its last record: a process killed in a
+// wait (SIGKILL, a test's timeout) showed a trace, and an index duration,
+// as long as its life up to that wait. Its end is when a traced parent
+// reaped it (a ChildExit record: the first after it started, pids are
+// reused), or, for the program, when the launcher's wait returned.
+void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
+                   const GotraceFinishRequest& req) {
+  std::map<uint32_t, std::vector<log::ChildExit>> reaped;
+  auto add = [&reaped](const Item& it) {
+    for (const log::ChildExit& c : it.sum.child_exits) reaped[c.pid].push_back(c);
+  };
+  for (const Item& it : items) add(it);
+  for (const Item& it : found) add(it);
+  {
+    std::lock_guard lock(g_ahead.mu);
+    for (const Item& it : g_ahead.items) add(it);
+  }
+  for (Item& it : found) {
+    if (!it.killed) continue;
+    uint64_t end = 0;
+    if (static_cast<int>(it.sum.pid) == req.root_pid && !it.sum.exec_d) {
+      end = req.end_ns;
+    } else if (auto r = reaped.find(it.sum.pid); r != reaped.end()) {
+      for (const log::ChildExit& c : r->second)
+        if (c.end_ns >= it.sum.start_ns && (end == 0 || c.end_ns < end)) end = c.end_ns;
+    }
+    if (end > it.sum.end_ns) {
+      it.killed_end_ns = end;
+      it.sum.end_ns = end;
+    }
+  }
+}
+
 int FinishRun(const GotraceFinishRequest& req) {
   const double t0 = NowSeconds();
   const char* prog = req.prog_name != nullptr ? req.prog_name : "tracewrap";
@@ -418,6 +458,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!Claim(it) || it.quiet) continue;
       jobs.push_back(items.size() + (&it - found.data()));
     }
+    SetKilledEnds(found, items, req);
     const size_t base = items.size();
     for (Item& it : found) items.push_back(std::move(it));
     (void)base;

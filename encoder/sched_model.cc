@@ -434,7 +434,16 @@ Status Replay::Run() {
   }
   if (!error_.empty()) return Status::Error(error_);
 
-  EndOfTrace(std::max(now_, end_));
+  Tick end = std::max(now_, end_);
+  const bool killed_end =
+      opts_.killed_end_ns > end &&
+      std::none_of(meta_.begin(), meta_.end(), [](const FileMeta& m) { return m.ended; });
+  if (killed_end) end = opts_.killed_end_ns;
+  EndOfTrace(end);
+  // A trace lasts to its last event: a process killed with every thread
+  // blocked has none at its end. The same Gomaxprocs once more marks it
+  // (an event no reader checks; the model's Ps never change).
+  if (killed_end) Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
   stats_->end_ns = now_;
   // Scheduling came from the kernel where its records are in the log, and
   // also where the process had the kernel's events open, read them at its

@@ -42,6 +42,12 @@ struct ModelOptions {
   // A release of the awaited object recorded at most this long (ns) after
   // the waiter resumed still counts as its waker.
   uint64_t skew_tolerance_ns = 100'000;
+  // A killed process's end (CLOCK_MONOTONIC ns), which its log, cut at its
+  // last record, cannot tell: the launcher knows it from the parent's
+  // reaping (or its own wait for the program). When no log of the set has
+  // its end record, the trace runs to it, and the waits open at the kill
+  // end there; 0: the last record ends the trace.
+  uint64_t killed_end_ns = 0;
   // Check every emitted event against the parser's rules (TraceChecker); on
   // by default in debug builds.
 #ifdef NDEBUG

@@ -221,6 +221,39 @@ TEST_CASE("SIGKILL after 1 s of work: tracewrap recovers the trace from the log"
   CheckSyncNames(out, "marker_in_worker");
 }
 
+TEST_CASE("a one-thread process killed while it waits: its trace and its row run to its reaping",
+          "[lifecycle]") {
+  // Its log stops at its last record, the start of the wait: the trace and
+  // the index said 1 ms for a process that waited 0.6 s before the kill.
+  TempDir dir;
+  const std::string out = dir.File("w.trace");
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG"};
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const ProcResult r = RunProcess(
+      {kTracewrap, "-q", "-o", out, "--", "/bin/sh", "-c", "sleep 5 & p=$!; sleep 0.6; kill -9 $p; wait"}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(out + ".index.json");
+  INFO(index);
+  const size_t row = index.find("\"argv\": [\"sleep\", \"5\"]");
+  REQUIRE(row != std::string::npos);
+  const size_t d = index.find("\"duration_ns\": ", row);
+  REQUIRE(d != std::string::npos);
+  CHECK(std::stoull(index.substr(d + 15)) >= 550'000'000);
+  const size_t tr = index.find("\"trace\": \"", row);
+  REQUIRE(tr != std::string::npos);
+  const std::string trace = dir.File(index.substr(tr + 10, index.find('"', tr + 10) - tr - 10));
+  const ParsedTrace t = ParseWithGo(trace);
+  INFO(trace << ": " << t.error);
+  REQUIRE(t.ok);
+  REQUIRE(!t.events.empty());
+  CHECK(t.events.back().ts - t.events.front().ts >= 550'000'000);
+  CHECK(t.Count("GoSleep") == 1);  // still asleep at the end
+  CHECK(t.Count("GoUnblock") == 0);
+}
+
 TEST_CASE("SIGKILL without tracewrap: the log stays, gotrace recover reads it", "[lifecycle]") {
   TempDir dir;
   const std::string out = dir.File("k.trace");
