@@ -10,6 +10,7 @@
 #include "encoder/ctl_client.h"
 #include "encoder/quiet_journal.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -717,6 +719,160 @@ void JoinAhead() {
   g_ahead.wake_fd = -1;
 }
 
+// --- runs whose launcher was killed ----------------------------------------------
+//
+// Problem: a launcher killed by SIGKILL (a CI step's timeout) leaves its
+// run's directory on tmpfs (/dev/shm/tracewrap.*) with the event logs in
+// it: memory held until reboot, and traces nobody is told about (a machine
+// that ran tracewrap under timeouts had 579 MB of them). Each run's
+// directory names its launcher (pid and start time: pids are reused) and
+// its output directory; the next run into the same output directory (a CI
+// job's traces/) moves the logs of a run whose launcher is gone there,
+// next to where their traces would have gone, says so in one line, and
+// removes the directory. (Runs into other directories are theirs: two
+// jobs running side by side never take each other's logs.)
+
+constexpr char kLauncherFile[] = "launcher";
+
+// A process's start time (clock ticks after boot, /proc/PID/stat field 22),
+// or 0 if there is no such process.
+uint64_t StartTime(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command may hold spaces
+  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+  return p != nullptr ? std::strtoull(p + 1, nullptr, 10) : 0;
+}
+
+void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
+  const std::string path = run_dir + "/" + kLauncherFile;
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string text = std::to_string(getpid()) + " " + std::to_string(StartTime(getpid())) + "\n" +
+                           outdir + "\n";
+  (void)!write(fd, text.data(), text.size());
+  close(fd);
+}
+
+// Moves `from` to `to` (across file systems: a copy), not over an existing
+// file. False if it stays.
+bool MoveFile(const std::string& from, const std::string& to) {
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno != EXDEV) return false;
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return false;
+  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  bool ok = out >= 0;
+  char buf[1 << 16];
+  for (ssize_t n; ok && (n = read(in, buf, sizeof buf)) != 0;) {
+    ok = n > 0 && write(out, buf, static_cast<size_t>(n)) == n;
+  }
+  close(in);
+  if (out >= 0) close(out);
+  if (!ok) {
+    if (out >= 0) unlink(to.c_str());
+    return false;
+  }
+  unlink(from.c_str());
+  return true;
+}
+
+// The files under `dir` some process holds open (its descriptors: a
+// process of the killed run that still runs writes its log through them).
+// Only for a run whose launcher is gone: reading every process's
+// descriptors is not free.
+std::set<std::string> HeldUnder(const std::string& dir) {
+  std::set<std::string> held;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return held;
+  for (dirent* p; (p = readdir(proc)) != nullptr;) {
+    if (p->d_name[0] < '0' || p->d_name[0] > '9') continue;
+    const std::string fds = std::string("/proc/") + p->d_name + "/fd";
+    DIR* d = opendir(fds.c_str());
+    if (d == nullptr) continue;
+    for (dirent* f; (f = readdir(d)) != nullptr;) {
+      char target[4096];
+      const ssize_t n = readlink((fds + "/" + f->d_name).c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      if (std::strncmp(target, dir.c_str(), dir.size()) == 0) held.insert(target);
+    }
+    closedir(d);
+  }
+  closedir(proc);
+  return held;
+}
+
+void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
+  DIR* shm = opendir("/dev/shm");
+  if (shm == nullptr) return;
+  std::vector<std::string> runs;
+  for (dirent* e; (e = readdir(shm)) != nullptr;)
+    if (std::strncmp(e->d_name, "tracewrap.", 10) == 0) runs.push_back(std::string("/dev/shm/") + e->d_name);
+  closedir(shm);
+  for (const std::string& run : runs) {
+    const int fd = open((run + "/" + kLauncherFile).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // not ours to judge (another user's, or an older tracewrap's)
+    char buf[4200];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    char* end = nullptr;
+    const long pid = std::strtol(buf, &end, 10);
+    const uint64_t start = std::strtoull(end, &end, 10);
+    if (pid <= 0 || end == nullptr || *end != '\n') continue;
+    std::string outdir(end + 1);
+    if (!outdir.empty() && outdir.back() == '\n') outdir.pop_back();
+    if (outdir != our_outdir) continue;
+    if (start != 0 && StartTime(static_cast<pid_t>(pid)) == start) continue;  // still running
+    int moved = 0, left = 0, live = 0;
+    const std::string logs = run + "/logs";
+    // A process of the run that still runs keeps its log (it ends it, and,
+    // finding no launcher at its end, will not encode it: the next sweep
+    // moves it).
+    const std::set<std::string> held = HeldUnder(logs + "/");
+    if (DIR* d = opendir(logs.c_str()); d != nullptr) {
+      for (dirent* e; (e = readdir(d)) != nullptr;) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        if (held.count(logs + "/" + name)) {
+          ++live;
+          continue;
+        }
+        // A name taken there (a later run's log of the same name): .1, .2, ...
+        const bool gtlog = name.size() > 6 && name.compare(name.size() - 6, 6, ".gtlog") == 0;
+        const std::string base = gtlog ? name.substr(0, name.size() - 6) : name;
+        bool ok = false;
+        for (int k = 0; k < 100 && !ok && !outdir.empty(); ++k) {
+          const std::string to = outdir + "/" + base + (k ? "." + std::to_string(k) : "") + (gtlog ? ".gtlog" : "");
+          ok = MoveFile(logs + "/" + name, to);
+          if (!ok && errno != EEXIST) break;
+        }
+        ++(ok ? moved : left);
+      }
+      closedir(d);
+    }
+    if (!quiet && moved > 0)
+      std::fprintf(stderr, "%s: a run whose launcher was killed (pid %ld) left %d event log(s): moved to %s "
+                   "(make their traces with: gotrace recover LOG -o TRACE)\n", g_prog, pid, moved, outdir.c_str());
+    if (left > 0 && !quiet)
+      std::fprintf(stderr, "%s: a run whose launcher was killed (pid %ld) left %d event log(s) in %s\n",
+                   g_prog, pid, left, logs.c_str());
+    if (left > 0 || live > 0) continue;
+    for (const char* f : {"marker", "marker.quiet", "marker.learn", kLauncherFile})
+      unlink((run + "/" + f).c_str());
+    rmdir(logs.c_str());
+    rmdir(run.c_str());
+  }
+}
+
 // Started with stdin, stdout or stderr closed (`prog >&- 2>&-`), the
 // launcher's own descriptors would take those numbers: the run's eventfd
 // became descriptor 1, a pipe descriptor 2, and the summary line written
@@ -823,6 +979,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // The logs themselves in its subdirectory logs/, the only files there:
   // the encode ahead watches it (inotify), and the quiet processes' journal
   // entries (next to the marker) wake nothing.
+  SweepKilledRuns(outdir, o.quiet);
   std::string run_dir, log_dir;
   struct stat shm;
   if (outdir.find('%') == std::string::npos && stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
@@ -832,6 +989,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
       if (mkdir((d + "/logs").c_str(), 0700) == 0) {
         run_dir = d;
         log_dir = d + "/logs";
+        WriteLauncherFile(run_dir, outdir);
       } else {
         rmdir(d.c_str());
       }
@@ -1009,7 +1167,10 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // Empty unless a process of the run still runs (it removes its log when
   // it has written its own trace).
   if (!log_dir.empty()) rmdir(log_dir.c_str());
-  if (!run_dir.empty()) rmdir(run_dir.c_str());
+  if (!run_dir.empty()) {
+    unlink((run_dir + "/" + kLauncherFile).c_str());
+    rmdir(run_dir.c_str());
+  }
   if (!o.report.empty()) Report(o.report, index, lib);
 
   // Exit as the program did: a death by signal is passed on by dying of it

@@ -1082,9 +1082,21 @@ void Finalize(bool for_exec) {
   // Only the root's last image speaks; tracewrap lists the others.
   EncodeInProcess(out, !g.descendant && !for_exec);
   // A process that outlived its launcher's run took its log from the run's
-  // log directory: the last one out removes it (it fails while not empty).
-  if (g.config.defer && g.config.log_dir[0] != '\0')
-    sys::Syscall6(SYS_rmdir, reinterpret_cast<long>(g.config.log_dir));
+  // log directory: the last one out removes it (it fails while not empty),
+  // and the run's directory above it (/dev/shm/tracewrap.*, which the
+  // launcher could not remove then): neither stays behind in memory.
+  if (g.config.defer && g.config.log_dir[0] != '\0' &&
+      sys::Syscall6(SYS_rmdir, reinterpret_cast<long>(g.config.log_dir)) == 0) {
+    char run[sizeof g.config.log_dir];
+    sys::Line(run, sizeof run).Str(g.config.log_dir);
+    char* slash = nullptr;
+    for (char* p = run; *p != '\0'; ++p)
+      if (*p == '/') slash = p;
+    if (slash != nullptr && slash != run) {
+      *slash = '\0';
+      sys::Syscall6(SYS_rmdir, reinterpret_cast<long>(run));
+    }
+  }
 }
 
 // --- Trace windows (issue 16) ----------------------------------------------------

@@ -214,6 +214,39 @@ TEST_CASE("tracewrap: a process killed at once is recovered with what it recorde
   CHECK_FALSE(fs::exists(out + ".gtlog"));
 }
 
+TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs out of memory",
+          "[tracewrap]") {
+  // Its run's directory on tmpfs kept the logs until reboot, and nobody
+  // was told. The program sleeps on after the kill (its log is held open:
+  // left alone), then ends; the next run moves the log next to where the
+  // trace would have gone, says so, and removes the directory.
+  TempDir dir;
+  const std::string cmd = "TW=" + kTracewrap + "; $TW -q -o " + dir.File("k.trace") +
+                          " -- /bin/sleep 0.6 & t=$!; sleep 0.3; kill -9 $t; " +
+                          "$TW -o " + dir.File("a.trace") + " -- /bin/true; sleep 0.6; " +
+                          "$TW -o " + dir.File("b.trace") + " -- /bin/true";
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = kUnset;
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const ProcResult r = RunProcess({"/bin/sh", "-c", cmd}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  // While the sleep ran, its log was its own; then it was moved, once.
+  size_t said = 0;
+  for (size_t at = r.err.find("whose launcher was killed"); at != std::string::npos;
+       at = r.err.find("whose launcher was killed", at + 1))
+    ++said;
+  CHECK(said == 1);
+  CHECK_THAT(r.err, Catch::Contains("left 1 event log(s): moved to " + dir.path()));
+  REQUIRE(fs::exists(dir.File("k.trace.gtlog")));
+  const ProcResult rec = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "recover", "-q", dir.File("k.trace.gtlog"), "-o",
+                                     dir.File("k.trace")});
+  INFO(rec.err);
+  CHECK(rec.Exited(0));
+  CHECK(ParseWithGo(dir.File("k.trace")).ok);
+}
+
 TEST_CASE("tracewrap: a background job that outlives the program keeps its log and traces itself",
           "[tracewrap]") {
   // Its log is still open when the program ends: not a killed process's. It
