@@ -354,7 +354,11 @@ std::vector<Item> TakeAheadItems() {
 // wait (SIGKILL, a test's timeout) showed a trace, and an index duration,
 // as long as its life up to that wait. Its end is when a traced parent
 // reaped it (a ChildExit record: the first after it started, pids are
-// reused), or, for the program, when the launcher's wait returned.
+// reused), or, for the program, when the launcher's wait returned: later
+// than the kill by the reaper's latency (a few ms on a loaded machine), so
+// only where the log fell silent for longer (kKilledSilentNs) than that
+// error: a process killed while it recorded keeps the end its records give.
+constexpr uint64_t kKilledSilentNs = 100'000'000;
 void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
                    const GotraceFinishRequest& req) {
   std::map<uint32_t, std::vector<log::ChildExit>> reaped;
@@ -376,7 +380,7 @@ void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
       for (const log::ChildExit& c : r->second)
         if (c.end_ns >= it.sum.start_ns && (end == 0 || c.end_ns < end)) end = c.end_ns;
     }
-    if (end > it.sum.end_ns) {
+    if (end > it.sum.end_ns + kKilledSilentNs) {
       it.killed_end_ns = end;
       it.sum.end_ns = end;
     }
