@@ -387,6 +387,38 @@ void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
   }
 }
 
+// The trace windows (issue 16: OUT.w<n>, OUT.<pid>.w<n>) written into the
+// run's output directory since it started, sorted.
+std::vector<std::string> WindowTraces(const GotraceFinishRequest& req) {
+  std::vector<std::string> out;
+  const std::string prefix = req.prefix != nullptr ? req.prefix : "";
+  timespec mono{}, real{};
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  const uint64_t mono_ns = static_cast<uint64_t>(mono.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(mono.tv_nsec);
+  const uint64_t real_ns = static_cast<uint64_t>(real.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(real.tv_nsec);
+  const uint64_t started = real_ns - std::min(real_ns, mono_ns - std::min(mono_ns, req.start_ns)) - 1'000'000'000ull;
+  DIR* d = opendir(req.outdir);
+  if (d == nullptr) return out;
+  for (dirent* e; (e = readdir(d)) != nullptr;) {
+    const std::string name = e->d_name;
+    const size_t w = name.rfind(".w");
+    if (name.compare(0, prefix.size(), prefix) != 0 || w == std::string::npos || w + 2 >= name.size() ||
+        name.find_first_not_of("0123456789", w + 2) != std::string::npos) {
+      continue;
+    }
+    const std::string path = std::string(req.outdir) + "/" + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const uint64_t mtime = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000ull +
+                           static_cast<uint64_t>(st.st_mtim.tv_nsec);
+    if (mtime >= started) out.push_back(path);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int FinishRun(const GotraceFinishRequest& req) {
   const double t0 = NowSeconds();
   const char* prog = req.prog_name != nullptr ? req.prog_name : "tracewrap";
@@ -540,6 +572,25 @@ int FinishRun(const GotraceFinishRequest& req) {
     } else {
       rename(it.claimed.c_str(), it.log.c_str());
     }
+  }
+
+  // The program itself is always one of the run's processes, even with no
+  // log of its own to say so: recording paused (--paused: its windows are
+  // traces it wrote itself), or a library that turned itself off.
+  if (req.root_pid > 0 && std::none_of(items.begin(), items.end(), [&](const Item& it) {
+        return static_cast<int>(it.sum.pid) == req.root_pid;
+      })) {
+    Item it;
+    it.readable = true;
+    it.no_events = true;  // no log: nothing to encode, nothing failed
+    it.sum.pid = static_cast<uint32_t>(req.root_pid);
+    it.sum.ppid = static_cast<uint32_t>(getpid());
+    it.sum.start_ns = req.start_ns;
+    it.sum.end_ns = std::max(req.end_ns, req.start_ns);
+    it.sum.complete = true;
+    for (const char* const* a = req.argv; a != nullptr && *a != nullptr; ++a) it.sum.argv.emplace_back(*a);
+    it.sum.exit_status = req.root_status;
+    items.insert(items.begin(), std::move(it));
   }
 
   // Exit statuses a process could not record itself (killed, or not traced
@@ -776,6 +827,13 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!quiet_items.empty()) std::fprintf(stderr, "  quiet: %s\n", by_name(quiet_items).c_str());
       if (!skipped_items.empty())
         std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
+    } else if (const std::vector<std::string> windows = WindowTraces(req); !windows.empty()) {
+      // Recording paused (--paused, --ctl): the windows are the run's traces,
+      // written by the processes themselves as each closed.
+      std::string list;
+      for (size_t i = 0; i < windows.size() && i < 4; ++i) list += (i ? ", " : "") + shown(windows[i]);
+      if (windows.size() > 4) list += ", ... (" + std::to_string(windows.size()) + " in all)";
+      std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
     } else if (traces == 0 && empty_killed == 0 && running == 0) {
       std::fprintf(stderr,
                    "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "

@@ -214,6 +214,28 @@ TEST_CASE("tracewrap: a process killed at once is recovered with what it recorde
   CHECK_FALSE(fs::exists(out + ".gtlog"));
 }
 
+TEST_CASE("tracewrap --paused: the end names the windows, the index lists the program", "[tracewrap]") {
+  // It said "no trace was written ... the tracer recorded nothing" after
+  // windows had been written, and the index listed no process at all.
+  TempDir dir;
+  const std::string cmd = kTracewrap + " --paused --signal USR2 -o " + dir.File("p.trace") +
+                          " -- /bin/sleep 1.2 & t=$!; sleep 0.3; kill -USR2 $t; sleep 0.3; kill -USR2 $t; wait $t";
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = kUnset;
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK_THAT(r.err, Catch::Contains("the run's trace windows: " + dir.File("p.trace.w1")));
+  CHECK_THAT(r.err, !Catch::Contains("no trace was written"));
+  CHECK(ParseWithGo(dir.File("p.trace.w1")).ok);
+  const std::string index = Slurp(dir.File("p.trace.index.json"));
+  INFO(index);
+  CHECK(index.find("\"argv\": [\"/bin/sleep\", \"1.2\"]") != std::string::npos);
+  CHECK(index.find("\"exit\": {\"code\":0}, \"trace\": null") != std::string::npos);
+}
+
 TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs out of memory",
           "[tracewrap]") {
   // Its run's directory on tmpfs kept the logs until reboot, and nobody
