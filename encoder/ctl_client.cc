@@ -42,6 +42,18 @@ std::vector<std::string> SocketCandidates(int pid) {
   return out;
 }
 
+// Whether the process is stopped (state T or t in /proc/PID/stat).
+bool Stopped(int pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
+  if (f == nullptr) return false;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* close_paren = std::strrchr(buf, ')');
+  return close_paren != nullptr && close_paren[1] == ' ' && (close_paren[2] == 'T' || close_paren[2] == 't');
+}
+
 uint64_t NowMs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -107,8 +119,13 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
   for (;;) {
     const uint64_t now = NowMs();
     if (now >= deadline) {
-      *error = "no answer from process " + std::to_string(pid) + " within " +
-               std::to_string(timeout_s) + " s";
+      // The request was delivered: the process carries it out when its
+      // control thread runs again (a stopped process, when continued), even
+      // with nobody left to read the answer.
+      *error = "no answer from process " + std::to_string(pid) + " within " + std::to_string(timeout_s) +
+               " s" + (Stopped(pid) ? " (it is stopped: SIGSTOP or a debugger)" : "") +
+               "; the request was delivered and is carried out when the process gets to it "
+               "(see: gotrace ctl " + std::to_string(pid) + " status)";
       close(fd);
       return false;
     }
