@@ -754,8 +754,11 @@ void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
   const std::string path = run_dir + "/" + kLauncherFile;
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return;
+  // The output directory as the kernel names it: `X/.`, `//X` and a
+  // symbolic link to X are X.
+  const std::string real = RealPath(outdir);
   const std::string text = std::to_string(getpid()) + " " + std::to_string(StartTime(getpid())) + "\n" +
-                           outdir + "\n";
+                           (real.empty() ? outdir : real) + "\n";
   (void)!write(fd, text.data(), text.size());
   close(fd);
 }
@@ -810,6 +813,7 @@ std::set<std::string> HeldUnder(const std::string& dir) {
 }
 
 void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
+  const std::string ours = RealPath(our_outdir).empty() ? our_outdir : RealPath(our_outdir);
   DIR* shm = opendir("/dev/shm");
   if (shm == nullptr) return;
   std::vector<std::string> runs;
@@ -817,8 +821,9 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     if (std::strncmp(e->d_name, "tracewrap.", 10) == 0) runs.push_back(std::string("/dev/shm/") + e->d_name);
   closedir(shm);
   for (const std::string& run : runs) {
-    const int fd = open((run + "/" + kLauncherFile).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // not ours to judge (another user's, or an older tracewrap's)
+    const std::string launcher = run + "/" + kLauncherFile;
+    const int fd = open(launcher.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // not ours to judge (another user's, an older tracewrap's, being swept)
     char buf[4200];
     const ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
@@ -830,34 +835,47 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     if (pid <= 0 || end == nullptr || *end != '\n') continue;
     std::string outdir(end + 1);
     if (!outdir.empty() && outdir.back() == '\n') outdir.pop_back();
-    if (outdir != our_outdir) continue;
+    if (outdir.empty() || outdir != ours) continue;
     if (start != 0 && StartTime(static_cast<pid_t>(pid)) == start) continue;  // still running
-    int moved = 0, left = 0, live = 0;
+    // One sweeper per run: the one that renames the launcher file away (two
+    // runs starting together moved logs twice and miscounted).
+    const std::string claimed = launcher + ".swept." + std::to_string(getpid());
+    if (rename(launcher.c_str(), claimed.c_str()) != 0) continue;
     const std::string logs = run + "/logs";
-    // A process of the run that still runs keeps its log (it ends it, and,
-    // finding no launcher at its end, will not encode it: the next sweep
-    // moves it).
-    const std::set<std::string> held = HeldUnder(logs + "/");
+    std::vector<std::string> names;
     if (DIR* d = opendir(logs.c_str()); d != nullptr) {
-      for (dirent* e; (e = readdir(d)) != nullptr;) {
-        const std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        if (held.count(logs + "/" + name)) {
-          ++live;
-          continue;
-        }
-        // A name taken there (a later run's log of the same name): .1, .2, ...
-        const bool gtlog = name.size() > 6 && name.compare(name.size() - 6, 6, ".gtlog") == 0;
-        const std::string base = gtlog ? name.substr(0, name.size() - 6) : name;
-        bool ok = false;
-        for (int k = 0; k < 100 && !ok && !outdir.empty(); ++k) {
-          const std::string to = outdir + "/" + base + (k ? "." + std::to_string(k) : "") + (gtlog ? ".gtlog" : "");
-          ok = MoveFile(logs + "/" + name, to);
-          if (!ok && errno != EEXIST) break;
-        }
-        ++(ok ? moved : left);
-      }
+      for (dirent* e; (e = readdir(d)) != nullptr;)
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);
       closedir(d);
+    }
+    // The logs listed first, then who holds them: a log made after the list
+    // is not touched, one held open is a live process's (it ends it; the
+    // next sweep moves it).
+    const std::set<std::string> held = HeldUnder(logs + "/");
+    int moved = 0, left = 0, live = 0;
+    for (const std::string& name : names) {
+      const std::string from = logs + "/" + name;
+      if (held.count(from)) {
+        ++live;
+        continue;
+      }
+      // NAME.gtlog, or NAME.gtlog.run: claimed by the launcher's end, which
+      // was killed while it encoded; its trace may be written already.
+      const bool run_claimed = name.size() > 10 && name.compare(name.size() - 10, 10, ".gtlog.run") == 0;
+      const bool gtlog = run_claimed || (name.size() > 6 && name.compare(name.size() - 6, 6, ".gtlog") == 0);
+      const std::string base = name.substr(0, name.size() - (run_claimed ? 10 : gtlog ? 6 : 0));
+      if (run_claimed && access((outdir + "/" + base).c_str(), F_OK) == 0) {
+        unlink(from.c_str());
+        continue;
+      }
+      // A name taken there (a later run's log of the same name): .1, .2, ...
+      bool ok = false;
+      for (int k = 0; k < 100 && !ok; ++k) {
+        const std::string to = outdir + "/" + base + (k ? "." + std::to_string(k) : "") + (gtlog ? ".gtlog" : "");
+        ok = MoveFile(from, to);
+        if (!ok && errno != EEXIST) break;
+      }
+      ++(ok ? moved : left);
     }
     if (!quiet && moved > 0)
       std::fprintf(stderr, "%s: a run whose launcher was killed (pid %ld) left %d event log(s): moved to %s "
@@ -865,9 +883,12 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     if (left > 0 && !quiet)
       std::fprintf(stderr, "%s: a run whose launcher was killed (pid %ld) left %d event log(s) in %s\n",
                    g_prog, pid, left, logs.c_str());
-    if (left > 0 || live > 0) continue;
-    for (const char* f : {"marker", "marker.quiet", "marker.learn", kLauncherFile})
-      unlink((run + "/" + f).c_str());
+    if (left > 0 || live > 0) {
+      (void)rename(claimed.c_str(), launcher.c_str());  // for the next sweep
+      continue;
+    }
+    for (const char* f : {"marker", "marker.quiet", "marker.learn"}) unlink((run + "/" + f).c_str());
+    unlink(claimed.c_str());
     rmdir(logs.c_str());
     rmdir(run.c_str());
   }
