@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "encoder/ctl_client.h"
 
+#include "encoder/proc_files.h"
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,16 +43,10 @@ std::vector<std::string> SocketCandidates(int pid) {
   return out;
 }
 
-// Whether the process is stopped (state T or t in /proc/PID/stat).
+// Whether the process is stopped (SIGSTOP: T; a debugger: t).
 bool Stopped(int pid) {
-  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
-  if (f == nullptr) return false;
-  char buf[512];
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* close_paren = std::strrchr(buf, ')');
-  return close_paren != nullptr && close_paren[1] == ' ' && (close_paren[2] == 'T' || close_paren[2] == 't');
+  const std::string state = ProcStatField(pid, 3);
+  return state == "T" || state == "t";
 }
 
 uint64_t NowMs() {

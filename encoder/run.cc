@@ -8,6 +8,7 @@
 #include "encoder/run.h"
 
 #include "encoder/ctl_client.h"
+#include "encoder/proc_files.h"
 #include "encoder/quiet_journal.h"
 
 #include <dirent.h>
@@ -733,22 +734,11 @@ void JoinAhead() {
 // jobs running side by side never take each other's logs.)
 
 constexpr char kLauncherFile[] = "launcher";
+constexpr char kMarkerName[] = "marker";
 
-// A process's start time (clock ticks after boot, /proc/PID/stat field 22),
-// or 0 if there is no such process.
-uint64_t StartTime(pid_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[1024];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command may hold spaces
-  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
-  return p != nullptr ? std::strtoull(p + 1, nullptr, 10) : 0;
-}
+// A process's start time (clock ticks after boot), or 0 if there is no such
+// process.
+uint64_t StartTime(pid_t pid) { return std::strtoull(ProcStatField(pid, 22).c_str(), nullptr, 10); }
 
 void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
   const std::string path = run_dir + "/" + kLauncherFile;
@@ -767,53 +757,14 @@ void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
 // file. False if it stays.
 bool MoveFile(const std::string& from, const std::string& to) {
   if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
-  if (errno != EXDEV) return false;
-  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return false;
-  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  bool ok = out >= 0;
-  char buf[1 << 16];
-  for (ssize_t n; ok && (n = read(in, buf, sizeof buf)) != 0;) {
-    ok = n > 0 && write(out, buf, static_cast<size_t>(n)) == n;
-  }
-  close(in);
-  if (out >= 0) close(out);
-  if (!ok) {
-    if (out >= 0) unlink(to.c_str());
-    return false;
-  }
+  if (errno != EXDEV || !CopyFile(from, to)) return false;
   unlink(from.c_str());
   return true;
 }
 
-// The files under `dir` some process holds open (its descriptors: a
-// process of the killed run that still runs writes its log through them).
-// Only for a run whose launcher is gone: reading every process's
-// descriptors is not free.
-std::set<std::string> HeldUnder(const std::string& dir) {
-  std::set<std::string> held;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return held;
-  for (dirent* p; (p = readdir(proc)) != nullptr;) {
-    if (p->d_name[0] < '0' || p->d_name[0] > '9') continue;
-    const std::string fds = std::string("/proc/") + p->d_name + "/fd";
-    DIR* d = opendir(fds.c_str());
-    if (d == nullptr) continue;
-    for (dirent* f; (f = readdir(d)) != nullptr;) {
-      char target[4096];
-      const ssize_t n = readlink((fds + "/" + f->d_name).c_str(), target, sizeof target - 1);
-      if (n <= 0) continue;
-      target[n] = '\0';
-      if (std::strncmp(target, dir.c_str(), dir.size()) == 0) held.insert(target);
-    }
-    closedir(d);
-  }
-  closedir(proc);
-  return held;
-}
-
 void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
-  const std::string ours = RealPath(our_outdir).empty() ? our_outdir : RealPath(our_outdir);
+  const std::string real = RealPath(our_outdir);
+  const std::string& ours = real.empty() ? our_outdir : real;
   DIR* shm = opendir("/dev/shm");
   if (shm == nullptr) return;
   std::vector<std::string> runs;
@@ -851,7 +802,7 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     // The logs listed first, then who holds them: a log made after the list
     // is not touched, one held open is a live process's (it ends it; the
     // next sweep moves it).
-    const std::set<std::string> held = HeldUnder(logs + "/");
+    const std::set<std::string> held = OpenFiles(logs + "/", "");
     int moved = 0, left = 0, live = 0;
     for (const std::string& name : names) {
       const std::string from = logs + "/" + name;
@@ -861,8 +812,8 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
       }
       // NAME.gtlog, or NAME.gtlog.run: claimed by the launcher's end, which
       // was killed while it encoded; its trace may be written already.
-      const bool run_claimed = name.size() > 10 && name.compare(name.size() - 10, 10, ".gtlog.run") == 0;
-      const bool gtlog = run_claimed || (name.size() > 6 && name.compare(name.size() - 6, 6, ".gtlog") == 0);
+      const bool run_claimed = EndsWith(name, ".gtlog.run");
+      const bool gtlog = run_claimed || EndsWith(name, ".gtlog");
       const std::string base = name.substr(0, name.size() - (run_claimed ? 10 : gtlog ? 6 : 0));
       if (run_claimed && access((outdir + "/" + base).c_str(), F_OK) == 0) {
         unlink(from.c_str());
@@ -887,7 +838,8 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
       (void)rename(claimed.c_str(), launcher.c_str());  // for the next sweep
       continue;
     }
-    for (const char* f : {"marker", "marker.quiet", "marker.learn"}) unlink((run + "/" + f).c_str());
+    const std::string marker = run + "/" + kMarkerName;
+    for (const char* suffix : {"", log::kQuietJournalSuffix, log::kLearnSuffix}) unlink((marker + suffix).c_str());
     unlink(claimed.c_str());
     rmdir(logs.c_str());
     rmdir(run.c_str());
@@ -1022,7 +974,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // disk filesystem's inode search, a few milliseconds of a run there).
   std::string marker;
   if (!run_dir.empty()) {
-    marker = run_dir + "/marker";
+    marker = run_dir + "/" + kMarkerName;
     const int mfd = open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (mfd >= 0) close(mfd);
     else marker.clear();

@@ -32,17 +32,13 @@
 #include "encoder/log_format.h"
 #include "encoder/log_summary.h"
 #include "encoder/printable.h"
+#include "encoder/proc_files.h"
 #include "encoder/quiet_journal.h"
 #include "encoder/shell_word.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
 namespace {
-
-bool EndsWith(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
 
 std::string Base(const std::string& p) {
   const size_t slash = p.rfind('/');
@@ -70,57 +66,6 @@ std::string HumanBytes(uint64_t b) {
   else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
   else std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
   return buf;
-}
-
-// The paths of every gotrace log some live process holds open (a process
-// still running: a background job, a daemon that outlived the program).
-std::set<std::string> OpenLogs() {
-  std::set<std::string> open;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return open;
-  while (dirent* p = readdir(proc)) {
-    if (p->d_name[0] < '0' || p->d_name[0] > '9') continue;
-    const std::string fds = std::string("/proc/") + p->d_name + "/fd";
-    DIR* d = opendir(fds.c_str());
-    if (d == nullptr) continue;
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      char target[4096];
-      const std::string link = fds + "/" + e->d_name;
-      const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
-      if (n <= 0) continue;
-      target[n] = '\0';
-      if (EndsWith(target, ".gtlog")) open.insert(target);
-    }
-    closedir(d);
-  }
-  closedir(proc);
-  return open;
-}
-
-// Copies src to dst (a new file, 0600); false if any step fails (dst removed).
-bool CopyFile(const std::string& src, const std::string& dst) {
-  const int in = open(src.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return false;
-  const int out = open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0) {
-    close(in);
-    return false;
-  }
-  char buf[1 << 16];
-  bool ok = true;
-  for (;;) {
-    const ssize_t n = read(in, buf, sizeof buf);
-    if (n == 0) break;
-    if (n < 0 || write(out, buf, static_cast<size_t>(n)) != n) {
-      ok = false;
-      break;
-    }
-  }
-  close(in);
-  if (close(out) != 0) ok = false;
-  if (!ok) unlink(dst.c_str());
-  return ok;
 }
 
 struct Item {
@@ -452,7 +397,7 @@ int FinishRun(const GotraceFinishRequest& req) {
     // only if it stays open. (Only then: scanning every process's
     // descriptors was a fifth of a short run's finish.)
     std::set<std::string> open;
-    if (incomplete) open = OpenLogs();
+    if (incomplete) open = OpenFiles("", ".gtlog");
     for (int tries = 0; tries < 5 && pass == 0 && incomplete; ++tries) {
       bool any = false;
       for (const Item& it : found) {
@@ -463,7 +408,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       }
       if (!any) break;
       usleep(100'000);
-      open = OpenLogs();
+      open = OpenFiles("", ".gtlog");
       // A process that was still ending may have written its end meanwhile.
       for (size_t i = 0; i < found.size(); ++i) {
         if (found[i].sum.complete) continue;
