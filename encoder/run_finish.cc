@@ -88,6 +88,14 @@ struct Item {
 // Where the run's logs are.
 std::string LogDir(const GotraceFinishRequest& req) { return req.log_dir != nullptr ? req.log_dir : req.outdir; }
 
+// Whether a file of these times is not older than the run's stamp (null:
+// none). File times are coarse (a jiffy): one made in the same tick as the
+// stamp is the run's.
+bool NotOlder(const struct stat& st, const struct stat* stamp) {
+  return stamp == nullptr || st.st_mtim.tv_sec > stamp->st_mtim.tv_sec ||
+         (st.st_mtim.tv_sec == stamp->st_mtim.tv_sec && st.st_mtim.tv_nsec >= stamp->st_mtim.tv_nsec);
+}
+
 // Whether dir/name is a log of the run: PREFIX*.gtlog, a regular file not
 // older than the stamp (`stamp` null: none). Then `it` names it and the
 // trace it becomes, and *bytes (if asked) is the memory it takes.
@@ -98,13 +106,7 @@ bool RunLog(const GotraceFinishRequest& req, const std::string& dir, const std::
   const std::string path = dir + "/" + name;
   struct stat st {};
   if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  // Not older: file times are coarse (a jiffy), a log made in the same
-  // tick as the stamp is the run's.
-  if (stamp != nullptr && (st.st_mtim.tv_sec < stamp->st_mtim.tv_sec ||
-                           (st.st_mtim.tv_sec == stamp->st_mtim.tv_sec &&
-                            st.st_mtim.tv_nsec < stamp->st_mtim.tv_nsec))) {
-    return false;
-  }
+  if (!NotOlder(st, stamp)) return false;
   it->log = path;
   it->trace = std::string(req.outdir) + "/" + name.substr(0, name.size() - 6);
   if (bytes != nullptr) *bytes = static_cast<uint64_t>(st.st_blocks) * 512;
@@ -304,26 +306,42 @@ std::vector<Item> TakeAheadItems() {
 // only where the log fell silent for longer (kKilledSilentNs) than that
 // error: a process killed while it recorded keeps the end its records give.
 constexpr uint64_t kKilledSilentNs = 100'000'000;
+
+// The children the run's traced processes reaped, by pid (pids are reused:
+// there may be several).
+using Reapings = std::map<uint32_t, std::vector<log::ChildExit>>;
+void AddReapings(const Item& it, Reapings* reaped) {
+  for (const log::ChildExit& c : it.sum.child_exits) (*reaped)[c.pid].push_back(c);
+}
+
+// The reaping of the process `it` is: the first after it started.
+const log::ChildExit* ReapingOf(const Reapings& reaped, const Item& it) {
+  auto r = reaped.find(it.sum.pid);
+  if (r == reaped.end()) return nullptr;
+  const log::ChildExit* best = nullptr;
+  for (const log::ChildExit& c : r->second) {
+    if (c.end_ns != 0 && c.end_ns < it.sum.start_ns) continue;  // an earlier process of that pid
+    if (best == nullptr || (c.end_ns != 0 && (best->end_ns == 0 || c.end_ns < best->end_ns))) best = &c;
+  }
+  return best;
+}
+
 void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
                    const GotraceFinishRequest& req) {
-  std::map<uint32_t, std::vector<log::ChildExit>> reaped;
-  auto add = [&reaped](const Item& it) {
-    for (const log::ChildExit& c : it.sum.child_exits) reaped[c.pid].push_back(c);
-  };
-  for (const Item& it : items) add(it);
-  for (const Item& it : found) add(it);
+  Reapings reaped;
+  for (const Item& it : items) AddReapings(it, &reaped);
+  for (const Item& it : found) AddReapings(it, &reaped);
   {
     std::lock_guard lock(g_ahead.mu);
-    for (const Item& it : g_ahead.items) add(it);
+    for (const Item& it : g_ahead.items) AddReapings(it, &reaped);
   }
   for (Item& it : found) {
     if (!it.killed) continue;
     uint64_t end = 0;
     if (static_cast<int>(it.sum.pid) == req.root_pid && !it.sum.exec_d) {
       end = req.end_ns;
-    } else if (auto r = reaped.find(it.sum.pid); r != reaped.end()) {
-      for (const log::ChildExit& c : r->second)
-        if (c.end_ns >= it.sum.start_ns && (end == 0 || c.end_ns < end)) end = c.end_ns;
+    } else if (const log::ChildExit* c = ReapingOf(reaped, it); c != nullptr) {
+      end = c->end_ns;
     }
     if (end > it.sum.end_ns + kKilledSilentNs) {
       it.killed_end_ns = end;
@@ -333,16 +351,11 @@ void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
 }
 
 // The trace windows (issue 16: OUT.w<n>, OUT.<pid>.w<n>) written into the
-// run's output directory since it started, sorted.
-std::vector<std::string> WindowTraces(const GotraceFinishRequest& req) {
+// run's output directory since it started (not older than its stamp),
+// sorted.
+std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const struct stat* stamp) {
   std::vector<std::string> out;
   const std::string prefix = req.prefix != nullptr ? req.prefix : "";
-  timespec mono{}, real{};
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_REALTIME, &real);
-  const uint64_t mono_ns = static_cast<uint64_t>(mono.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(mono.tv_nsec);
-  const uint64_t real_ns = static_cast<uint64_t>(real.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(real.tv_nsec);
-  const uint64_t started = real_ns - std::min(real_ns, mono_ns - std::min(mono_ns, req.start_ns)) - 1'000'000'000ull;
   DIR* d = opendir(req.outdir);
   if (d == nullptr) return out;
   for (dirent* e; (e = readdir(d)) != nullptr;) {
@@ -354,10 +367,7 @@ std::vector<std::string> WindowTraces(const GotraceFinishRequest& req) {
     }
     const std::string path = std::string(req.outdir) + "/" + name;
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    const uint64_t mtime = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000ull +
-                           static_cast<uint64_t>(st.st_mtim.tv_nsec);
-    if (mtime >= started) out.push_back(path);
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && NotOlder(st, stamp)) out.push_back(path);
   }
   closedir(d);
   std::sort(out.begin(), out.end());
@@ -366,6 +376,9 @@ std::vector<std::string> WindowTraces(const GotraceFinishRequest& req) {
 
 int FinishRun(const GotraceFinishRequest& req) {
   const double t0 = NowSeconds();
+  // The run's stamp, before the marker goes (the first pass below).
+  struct stat run_stamp_buf {};
+  const struct stat* run_stamp = Stamp(req, &run_stamp_buf);
   const char* prog = req.prog_name != nullptr ? req.prog_name : "tracewrap";
   // No log is claimed ahead from now on; those claimed are renamed (.run),
   // out of FindLogs' sight, and join the items below.
@@ -541,19 +554,9 @@ int FinishRun(const GotraceFinishRequest& req) {
   // Exit statuses a process could not record itself (killed, or not traced
   // at all): its parent's; and a program that was not traced ended when it
   // was reaped (the first reaping after it started: pids are reused).
-  std::map<uint32_t, std::vector<log::ChildExit>> reaped;
-  for (const Item& it : items)
-    for (const log::ChildExit& c : it.sum.child_exits) reaped[c.pid].push_back(c);
-  auto reaping = [&](const Item& it) -> const log::ChildExit* {
-    auto r = reaped.find(it.sum.pid);
-    if (r == reaped.end()) return nullptr;
-    const log::ChildExit* best = nullptr;
-    for (const log::ChildExit& c : r->second) {
-      if (c.end_ns != 0 && c.end_ns < it.sum.start_ns) continue;  // an earlier process of that pid
-      if (best == nullptr || (c.end_ns != 0 && (best->end_ns == 0 || c.end_ns < best->end_ns))) best = &c;
-    }
-    return best;
-  };
+  Reapings reaped;
+  for (const Item& it : items) AddReapings(it, &reaped);
+  auto reaping = [&reaped](const Item& it) { return ReapingOf(reaped, it); };
   for (Item& it : items) {
     if (!it.sum.skipped) continue;
     if (const log::ChildExit* c = reaping(it); c != nullptr && c->end_ns != 0) it.sum.end_ns = c->end_ns;
@@ -772,7 +775,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!quiet_items.empty()) std::fprintf(stderr, "  quiet: %s\n", by_name(quiet_items).c_str());
       if (!skipped_items.empty())
         std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
-    } else if (const std::vector<std::string> windows = WindowTraces(req); !windows.empty()) {
+    } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp); !windows.empty()) {
       // Recording paused (--paused, --ctl): the windows are the run's traces,
       // written by the processes themselves as each closed.
       std::string list;
