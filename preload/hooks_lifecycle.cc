@@ -62,7 +62,7 @@ GT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char
                                 void* stack_end) {
   g.main_pc.store(reinterpret_cast<uintptr_t>(main), std::memory_order_relaxed);
   RegisterMainThread();
-  RecordProcessInfo(argc, argv);
+  RecordProcessInfo();  // (its arguments: NoteProcessArgs, from our constructor)
   auto real = real::libc_start_main;
   if (real == nullptr) {
     real = reinterpret_cast<decltype(real)>(dlsym(RTLD_NEXT, "__libc_start_main"));

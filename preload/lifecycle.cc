@@ -1251,10 +1251,6 @@ void NoteWindowSched() {
   }
 }
 
-void ProcessInfoAgain() {
-  if (g.argv != nullptr) RecordProcessInfo(g.argc, g.argv);
-}
-
 std::atomic<bool> g_materializing{false};
 
 }  // namespace
@@ -1325,7 +1321,7 @@ bool WindowStart(sys::Line* reply) {
     return false;
   }
   NoteWindowSched();
-  ProcessInfoAgain();
+  (void)RecordProcessInfo();  // the window's log has its own
   MaybeStartFlusher();
   reply->Str("ok: recording window ").U64(g.window).Str(" into ").Str(g.out_path);
   return true;
@@ -2128,11 +2124,8 @@ void AppThreadCreating() {
   // An image that started without __libc_start_main (Go's runtime: its
   // threads come first) has its process record now: it may end by a raw
   // exit_group, with no exit path of ours to write it.
-  if (g.main_pc.load(std::memory_order_relaxed) == 0 && g.argv != nullptr && !g.forked_image &&
-      g.info_log_gen != g.log_gen) {
-    WriteProcessInfo(g.argc, g.argv, /*wait=*/true);
+  if (g.main_pc.load(std::memory_order_relaxed) == 0 && !g.forked_image && RecordProcessInfo())
     SayGoExit();
-  }
   // Before the new thread exists: it inherits the kernel's events.
   MaybeStartKernelSched(/*second_thread=*/true);
   MaybeUseStackCopies();

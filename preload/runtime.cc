@@ -1371,17 +1371,17 @@ void NoteProcessArgs(int argc, char** argv) {
   g.argv = g_arg_ptrs;
 }
 
-void RecordProcessInfo(int argc, char** argv) {
+bool RecordProcessInfo() {
   const Phase phase = g.phase.load(std::memory_order_acquire);
-  if (phase != Phase::kReady && phase != Phase::kPaused) return;
-  NoteProcessArgs(argc, argv);
-  argc = g.argc;
-  argv = g.argv;
+  if (phase != Phase::kReady && phase != Phase::kPaused) return false;
   // Staged: written when the log is made, if ever (WriteProcessInfo): a
   // quiet process's journal entry says who it was without it, and
-  // /proc/self/exe's first reading costs a new process 15 to 25 us.
-  if (g.staged.load(std::memory_order_acquire)) return;
-  WriteProcessInfo(argc, argv, /*wait=*/true);
+  // /proc/self/exe's first reading costs a new process 15 to 25 us. Once
+  // per log.
+  if (g.staged.load(std::memory_order_acquire) || g.argv == nullptr || g.info_log_gen == g.log_gen)
+    return false;
+  WriteProcessInfo(g.argc, g.argv, /*wait=*/true);
+  return g.info_log_gen == g.log_gen;
 }
 
 void internal::WriteProcessInfo(int argc, char** argv, bool wait) {

@@ -507,13 +507,14 @@ int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name);
 
 // Registers the main thread (from __libc_start_main, which knows main()).
 void RegisterMainThread();
-// Who this process is (its command line, for run indexes): kProcessInfo.
 // The program's arguments, copied once (g.argc, g.argv), and its key in the
 // run's learn table: from the library's constructor (glibc gives it main's
 // arguments), so that an image that never calls __libc_start_main (Go's
 // runtime starts itself) has its command line too.
 void NoteProcessArgs(int argc, char** argv);
-void RecordProcessInfo(int argc, char** argv);
+// Who this process is (its command line, for run indexes): kProcessInfo,
+// once per log; true if written now.
+bool RecordProcessInfo();
 // Sets g.learn_key from main's arguments (deferred mode, an exec'd image).
 void NoteOwnCommand(char* const* argv);
 // How this image is ending, in wait(2) form (or log::kExitExec), for the

@@ -158,7 +158,7 @@ void WriteProcessInfo(int argc, char** argv, bool wait);
 void WriteProcessInfoLocked(int argc, char** argv);
 // The arguments a process record keeps (and 4096 bytes of them).
 inline constexpr size_t kMaxArgs = 64;
-// Copies main's arguments (RecordProcessInfo's copy, cut at kMaxArgs
+// Copies main's arguments (NoteProcessArgs's copy, cut at kMaxArgs
 // arguments and 4096 bytes); returns how many were kept.
 int SnapshotArgs(int argc, char** argv);
 
