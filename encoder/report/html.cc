@@ -19,8 +19,6 @@
 namespace gotrace::report {
 namespace {
 
-void JStr(std::string* o, const std::string& s) { *o += JsonString(s, /*for_script=*/true); }
-
 void Num(std::string* o, int64_t v) { *o += std::to_string(v); }
 
 std::string FrameLabel(const Frame& f) {
@@ -36,20 +34,20 @@ std::string Data(const std::vector<Report>& reports, size_t top) {
   std::string o = "{\"kinds\":[";
   for (size_t i = 0; i < KnownKinds().size(); ++i) {
     if (i) o += ',';
-    JStr(&o, KnownKinds()[i]);
+    o += JsonString(KnownKinds()[i], /*for_script=*/true);
   }
   o += "],\"traces\":[";
   for (size_t ri = 0; ri < reports.size(); ++ri) {
     const Report& r = reports[ri];
     if (ri) o += ',';
     o += "{\"file\":";
-    JStr(&o, r.file);
+    o += JsonString(r.file, /*for_script=*/true);
     std::string info;
     for (const auto& p : r.processes)
       info += (info.empty() ? "" : "; ") + ("process " + p.pid + (p.cmd.empty() ? "" : " " + p.cmd)) +
               ", scheduling " + p.sched;
     o += ",\"info\":";
-    JStr(&o, info);
+    o += JsonString(info, /*for_script=*/true);
     o += ",\"duration\":";
     Num(&o, std::max<int64_t>(1, r.duration_ns));
     o += ",\"threads\":[";
@@ -57,7 +55,7 @@ std::string Data(const std::vector<Report>& reports, size_t top) {
       const ThreadReport& t = r.threads[ti];
       if (ti) o += ',';
       o += "{\"name\":";
-      JStr(&o, t.name);
+      o += JsonString(t.name, /*for_script=*/true);
       o += ",\"tid\":" + std::to_string(t.goid) + ",\"iv\":[";
       for (size_t i = 0; i < t.intervals.size(); ++i) {
         const Interval& v = t.intervals[i];
@@ -75,12 +73,12 @@ std::string Data(const std::vector<Report>& reports, size_t top) {
       const BlockSite& b = r.sites[i];
       if (i) o += ',';
       o += "{\"kind\":";
-      JStr(&o, b.kind);
+      o += JsonString(b.kind, /*for_script=*/true);
       o += ",\"total\":" + std::to_string(b.total_ns) + ",\"count\":" + std::to_string(b.count) +
            ",\"frames\":[";
       for (size_t f = 0; f < b.frames.size(); ++f) {
         if (f) o += ',';
-        JStr(&o, FrameLabel(b.frames[f]));
+        o += JsonString(FrameLabel(b.frames[f]), /*for_script=*/true);
       }
       o += "]}";
     }

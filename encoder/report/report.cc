@@ -558,8 +558,6 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top) {
 }
 
 namespace {
-std::string J(const std::string& s) { return JsonString(s); }
-
 std::string JState(const StateStat& s, int64_t life) {
   return Fmt("{\"ns\":%" PRId64 ",\"count\":%" PRIu64 ",\"pct\":%.3f}", s.ns, s.count,
              life > 0 ? 100.0 * static_cast<double>(s.ns) / static_cast<double>(life) : 0.0);
@@ -570,7 +568,7 @@ std::string JStates(const ThreadReport& t) {
                   ",\"runnable\":" + JState(t.runnable, t.life()) + ",\"blocked\":{";
   bool first = true;
   for (const auto& [k, v] : t.blocked) {
-    o += (first ? "" : ",") + J(k) + ":" + JState(v, t.life());
+    o += (first ? "" : ",") + JsonString(k) + ":" + JState(v, t.life());
     first = false;
   }
   return o + "}}";
@@ -581,18 +579,18 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
   std::string o = "{\"version\":1,\"traces\":[";
   for (size_t ri = 0; ri < reports.size(); ++ri) {
     const Report& r = reports[ri];
-    o += (ri ? "," : "") + std::string("{\"file\":") + J(r.file) +
+    o += (ri ? "," : "") + std::string("{\"file\":") + JsonString(r.file) +
          Fmt(",\"duration_ns\":%" PRId64 ",\"events\":%" PRIu64, r.duration_ns, r.events);
     o += ",\"processes\":[";
     for (size_t i = 0; i < r.processes.size(); ++i) {
       const ProcessInfo& p = r.processes[i];
       o += (i ? "," : "") + std::string("{\"pid\":") + std::to_string(ToU64(p.pid)) +
-           ",\"cmd\":" + J(p.cmd) + ",\"sched\":" + J(p.sched) +
+           ",\"cmd\":" + JsonString(p.cmd) + ",\"sched\":" + JsonString(p.sched) +
            ",\"cpu_hz\":" + std::to_string(ToU64(p.cpu_hz)) +
            ",\"lost\":" + std::to_string(ToU64(p.lost)) +
            ",\"dropped\":" + std::to_string(ToU64(p.dropped)) +
            ",\"rings_full\":" + std::to_string(ToU64(p.full)) +
-           ",\"full_at_ns\":" + std::to_string(ToU64(p.full_at)) + ",\"why\":" + J(p.why) + "}";
+           ",\"full_at_ns\":" + std::to_string(ToU64(p.full_at)) + ",\"why\":" + JsonString(p.why) + "}";
     }
     o += "],\"heap\":";
     o += r.has_heap ? Fmt("{\"peak\":%" PRIu64 ",\"final\":%" PRIu64 "}", r.heap_peak, r.heap_final)
@@ -601,7 +599,7 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
     for (size_t i = 0; i < r.threads.size(); ++i) {
       const ThreadReport& t = r.threads[i];
       o += (i ? "," : "") +
-           Fmt("{\"tid\":%" PRIu64 ",\"name\":", t.goid) + J(t.name) +
+           Fmt("{\"tid\":%" PRIu64 ",\"name\":", t.goid) + JsonString(t.name) +
            Fmt(",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"life_ns\":%" PRId64
                ",\"ended\":%s,\"cpu_ns\":",
                t.start_ns, t.end_ns, t.life(), t.ended ? "true" : "false") +
@@ -613,13 +611,13 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
     o += ",\"sites\":[";
     for (size_t i = 0; i < r.sites.size() && i < top; ++i) {
       const BlockSite& b = r.sites[i];
-      o += (i ? "," : "") + std::string("{\"kind\":") + J(b.kind) +
+      o += (i ? "," : "") + std::string("{\"kind\":") + JsonString(b.kind) +
            Fmt(",\"stack_id\":%" PRIu64 ",\"total_ns\":%" PRId64 ",\"count\":%" PRIu64
                ",\"max_ns\":%" PRId64 ",\"frames\":[",
                b.stk, b.total_ns, b.count, b.max_ns);
       for (size_t f = 0; f < b.frames.size(); ++f)
-        o += (f ? "," : "") + std::string("{\"func\":") + J(b.frames[f].func) +
-             ",\"file\":" + J(b.frames[f].file) + Fmt(",\"line\":%" PRIu64 ",\"pc\":%" PRIu64 "}",
+        o += (f ? "," : "") + std::string("{\"func\":") + JsonString(b.frames[f].func) +
+             ",\"file\":" + JsonString(b.frames[f].file) + Fmt(",\"line\":%" PRIu64 ",\"pc\":%" PRIu64 "}",
                                                       b.frames[f].line, b.frames[f].pc);
       o += "]}";
     }
