@@ -31,6 +31,18 @@ const std::string kGotrace = std::string(GOTRACE_BUILD_DIR) + "/gotrace";
 
 std::string Lifecycle() { return Scenario("lifecycle"); }
 
+// tracewrap ARGS in dir, with the library under test and nothing of ours
+// inherited from the test's environment.
+ProcResult Tracewrap(const std::vector<std::string>& args, const TempDir& dir) {
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG"};
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  std::vector<std::string> argv = {kTracewrap};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv, o);
+}
+
 // Every file in dir, by name.
 std::vector<std::string> Names(const TempDir& dir) {
   std::vector<std::string> out;
@@ -200,11 +212,7 @@ TEST_CASE("SIGKILL after 1 s of work: tracewrap recovers the trace from the log"
           "[lifecycle]") {
   TempDir dir;
   const std::string out = dir.File("k.trace");
-  ProcOptions o;
-  o.cwd = dir.path();
-  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG"};
-  o.env = {"GOTRACE_LIB=" + PreloadLib()};
-  const ProcResult r = RunProcess({kTracewrap, "-o", out, Lifecycle(), "kill-self"}, o);
+  const ProcResult r = Tracewrap({"-o", out, Lifecycle(), "kill-self"}, dir);
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.term_signal == 9);  // tracewrap dies as its program did
   CHECK(r.out == "killing myself\n");
@@ -227,12 +235,8 @@ TEST_CASE("a one-thread process killed while it waits: its trace and its row run
   // the index said 1 ms for a process that waited 0.6 s before the kill.
   TempDir dir;
   const std::string out = dir.File("w.trace");
-  ProcOptions o;
-  o.cwd = dir.path();
-  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG"};
-  o.env = {"GOTRACE_LIB=" + PreloadLib()};
-  const ProcResult r = RunProcess(
-      {kTracewrap, "-q", "-o", out, "--", "/bin/sh", "-c", "sleep 5 & p=$!; sleep 0.6; kill -9 $p; wait"}, o);
+  const ProcResult r =
+      Tracewrap({"-q", "-o", out, "--", "/bin/sh", "-c", "sleep 5 & p=$!; sleep 0.6; kill -9 $p; wait"}, dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(out + ".index.json");

@@ -47,12 +47,12 @@ ProcResult Wrap(const std::vector<std::string>& args, const TempDir& dir,
   o.cwd = dir.path();
   o.unset_env = kUnset;
   if (lib_env) env.push_back("GOTRACE_LIB=" + PreloadLib());
+  else o.unset_env.push_back("GOTRACE_LIB");
   // Exact counts of blocks: the inferred timeline (see RunTraced).
   if (std::none_of(env.begin(), env.end(),
                    [](const std::string& v) { return v.rfind("GOTRACE_SCHED=", 0) == 0; })) {
     env.push_back("GOTRACE_SCHED=infer");
   }
-  else o.unset_env.push_back("GOTRACE_LIB");
   o.env = env;
   return RunProcess(argv, o);
 }
@@ -220,11 +220,7 @@ TEST_CASE("tracewrap --paused: the end names the windows, the index lists the pr
   TempDir dir;
   const std::string cmd = kTracewrap + " --paused --signal USR2 -o " + dir.File("p.trace") +
                           " -- /bin/sleep 1.2 & t=$!; sleep 0.3; kill -USR2 $t; sleep 0.3; kill -USR2 $t; wait $t";
-  ProcOptions o;
-  o.cwd = dir.path();
-  o.unset_env = kUnset;
-  o.env = {"GOTRACE_LIB=" + PreloadLib()};
-  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  const ProcResult r = Wrap({"-c", cmd}, dir, {}, true, "/bin/bash");  // (a shell running tracewrap)
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.Exited(0));
   CHECK_THAT(r.err, Catch::Contains("the run's trace windows: " + dir.File("p.trace.w1")));
@@ -248,11 +244,7 @@ TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs 
                           "$TW -o " + dir.File("a.trace") + " -- /bin/true; sleep 0.6; " +
                           "$TW -o " + dir.File("b.trace") + " -- /bin/true & " +
                           "$TW -o " + dir.File("c.trace") + " -- /bin/true & wait";
-  ProcOptions o;
-  o.cwd = dir.path();
-  o.unset_env = kUnset;
-  o.env = {"GOTRACE_LIB=" + PreloadLib()};
-  const ProcResult r = RunProcess({"/bin/sh", "-c", cmd}, o);
+  const ProcResult r = Wrap({"-c", cmd}, dir, {}, true, "/bin/sh");  // (a shell running tracewrap)
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.Exited(0));
   // While the sleep ran, its log was its own; then it was moved, once, by
