@@ -256,6 +256,7 @@ TEST_CASE("a one-thread process killed while it waits: its trace and its row run
   CHECK(t.events.back().ts - t.events.front().ts >= 550'000'000);
   CHECK(t.Count("GoSleep") == 1);  // still asleep at the end
   CHECK(t.Count("GoUnblock") == 0);
+  CHECK(WebCheck(trace).empty());  // the end's extra Gomaxprocs too
 }
 
 TEST_CASE("SIGKILL without tracewrap: the log stays, gotrace recover reads it", "[lifecycle]") {
