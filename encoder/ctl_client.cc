@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 #include "encoder/ctl_client.h"
 
-#include "encoder/proc_files.h"
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 #include <cstring>
 #include <vector>
 
+#include "encoder/proc_files.h"
 #include "preload/control_path.h"
 
 namespace gotrace {
@@ -117,10 +117,12 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
       // The request was delivered: the process carries it out when its
       // control thread runs again (a stopped process, when continued), even
       // with nobody left to read the answer.
-      *error = "no answer from process " + std::to_string(pid) + " within " + std::to_string(timeout_s) +
-               " s" + (Stopped(pid) ? " (it is stopped: SIGSTOP or a debugger)" : "") +
+      *error = "no answer from process " + std::to_string(pid) + " within " +
+               std::to_string(timeout_s) + " s" +
+               (Stopped(pid) ? " (it is stopped: SIGSTOP or a debugger)" : "") +
                "; the request was delivered and is carried out when the process gets to it "
-               "(see: gotrace ctl " + std::to_string(pid) + " status)";
+               "(see: gotrace ctl " +
+               std::to_string(pid) + " status)";
       close(fd);
       return false;
     }

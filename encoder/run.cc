@@ -7,26 +7,22 @@
 //===----------------------------------------------------------------------===//
 #include "encoder/run.h"
 
-#include "encoder/ctl_client.h"
-#include "encoder/proc_files.h"
-#include "encoder/quiet_journal.h"
-
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -39,6 +35,10 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "encoder/ctl_client.h"
+#include "encoder/proc_files.h"
+#include "encoder/quiet_journal.h"
 
 extern char** environ;
 
@@ -476,7 +476,8 @@ void CheckProgram(const std::string& path, bool force) {
   // a root CI job) changes nothing, gains nothing, and is traced as any
   // other.
   const bool changes_uid = (st.st_mode & S_ISUID) && st.st_uid != getuid();
-  const bool changes_gid = (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && st.st_gid != getgid();
+  const bool changes_gid =
+      (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && st.st_gid != getgid();
   const bool root = getuid() == 0 && geteuid() == 0;
   if (changes_uid) {
     Die(2, path + " is setuid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
@@ -747,8 +748,8 @@ void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
   // The output directory as the kernel names it: `X/.`, `//X` and a
   // symbolic link to X are X.
   const std::string real = RealPath(outdir);
-  const std::string text = std::to_string(getpid()) + " " + std::to_string(StartTime(getpid())) + "\n" +
-                           (real.empty() ? outdir : real) + "\n";
+  const std::string text = std::to_string(getpid()) + " " + std::to_string(StartTime(getpid())) +
+                           "\n" + (real.empty() ? outdir : real) + "\n";
   (void)!write(fd, text.data(), text.size());
   close(fd);
 }
@@ -769,7 +770,8 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
   if (shm == nullptr) return;
   std::vector<std::string> runs;
   for (dirent* e; (e = readdir(shm)) != nullptr;)
-    if (std::strncmp(e->d_name, "tracewrap.", 10) == 0) runs.push_back(std::string("/dev/shm/") + e->d_name);
+    if (std::strncmp(e->d_name, "tracewrap.", 10) == 0)
+      runs.push_back(std::string("/dev/shm/") + e->d_name);
   closedir(shm);
   for (const std::string& run : runs) {
     const std::string launcher = run + "/" + kLauncherFile;
@@ -796,7 +798,8 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     std::vector<std::string> names;
     if (DIR* d = opendir(logs.c_str()); d != nullptr) {
       for (dirent* e; (e = readdir(d)) != nullptr;)
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+          names.push_back(e->d_name);
       closedir(d);
     }
     // The logs listed first, then who holds them: a log made after the list
@@ -822,24 +825,30 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
       // A name taken there (a later run's log of the same name): .1, .2, ...
       bool ok = false;
       for (int k = 0; k < 100 && !ok; ++k) {
-        const std::string to = outdir + "/" + base + (k ? "." + std::to_string(k) : "") + (gtlog ? ".gtlog" : "");
+        const std::string to =
+            outdir + "/" + base + (k ? "." + std::to_string(k) : "") + (gtlog ? ".gtlog" : "");
         ok = MoveFile(from, to);
         if (!ok && errno != EEXIST) break;
       }
       ++(ok ? moved : left);
     }
     if (!quiet && moved > 0)
-      std::fprintf(stderr, "%s: a run whose launcher was killed (pid %ld) left %d event log(s): moved to %s "
-                   "(make their traces with: gotrace recover LOG -o TRACE)\n", g_prog, pid, moved, outdir.c_str());
+      std::fprintf(
+          stderr,
+          "%s: a run whose launcher was killed (pid %ld) left %d event log(s): moved to %s "
+          "(make their traces with: gotrace recover LOG -o TRACE)\n",
+          g_prog, pid, moved, outdir.c_str());
     if (left > 0 && !quiet)
-      std::fprintf(stderr, "%s: a run whose launcher was killed (pid %ld) left %d event log(s) in %s\n",
+      std::fprintf(stderr,
+                   "%s: a run whose launcher was killed (pid %ld) left %d event log(s) in %s\n",
                    g_prog, pid, left, logs.c_str());
     if (left > 0 || live > 0) {
       (void)rename(claimed.c_str(), launcher.c_str());  // for the next sweep
       continue;
     }
     const std::string marker = run + "/" + kMarkerName;
-    for (const char* suffix : {"", log::kQuietJournalSuffix, log::kLearnSuffix}) unlink((marker + suffix).c_str());
+    for (const char* suffix : {"", log::kQuietJournalSuffix, log::kLearnSuffix})
+      unlink((marker + suffix).c_str());
     unlink(claimed.c_str());
     rmdir(logs.c_str());
     rmdir(run.c_str());

@@ -93,7 +93,8 @@ std::string LogDir(const GotraceFinishRequest& req) { return req.log_dir != null
 // stamp is the run's.
 bool NotOlder(const struct stat& st, const struct stat* stamp) {
   return stamp == nullptr || st.st_mtim.tv_sec > stamp->st_mtim.tv_sec ||
-         (st.st_mtim.tv_sec == stamp->st_mtim.tv_sec && st.st_mtim.tv_nsec >= stamp->st_mtim.tv_nsec);
+         (st.st_mtim.tv_sec == stamp->st_mtim.tv_sec &&
+          st.st_mtim.tv_nsec >= stamp->st_mtim.tv_nsec);
 }
 
 // Whether dir/name is a log of the run: PREFIX*.gtlog, a regular file not
@@ -321,7 +322,8 @@ const log::ChildExit* ReapingOf(const Reapings& reaped, const Item& it) {
   const log::ChildExit* best = nullptr;
   for (const log::ChildExit& c : r->second) {
     if (c.end_ns != 0 && c.end_ns < it.sum.start_ns) continue;  // an earlier process of that pid
-    if (best == nullptr || (c.end_ns != 0 && (best->end_ns == 0 || c.end_ns < best->end_ns))) best = &c;
+    if (best == nullptr || (c.end_ns != 0 && (best->end_ns == 0 || c.end_ns < best->end_ns)))
+      best = &c;
   }
   return best;
 }
@@ -361,13 +363,14 @@ std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const str
   for (dirent* e; (e = readdir(d)) != nullptr;) {
     const std::string name = e->d_name;
     const size_t w = name.rfind(".w");
-    if (name.compare(0, prefix.size(), prefix) != 0 || w == std::string::npos || w + 2 >= name.size() ||
-        name.find_first_not_of("0123456789", w + 2) != std::string::npos) {
+    if (name.compare(0, prefix.size(), prefix) != 0 || w == std::string::npos ||
+        w + 2 >= name.size() || name.find_first_not_of("0123456789", w + 2) != std::string::npos) {
       continue;
     }
     const std::string path = std::string(req.outdir) + "/" + name;
     struct stat st {};
-    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && NotOlder(st, stamp)) out.push_back(path);
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && NotOlder(st, stamp))
+      out.push_back(path);
   }
   closedir(d);
   std::sort(out.begin(), out.end());
@@ -546,7 +549,8 @@ int FinishRun(const GotraceFinishRequest& req) {
     it.sum.start_ns = req.start_ns;
     it.sum.end_ns = std::max(req.end_ns, req.start_ns);
     it.sum.complete = true;
-    for (const char* const* a = req.argv; a != nullptr && *a != nullptr; ++a) it.sum.argv.emplace_back(*a);
+    for (const char* const* a = req.argv; a != nullptr && *a != nullptr; ++a)
+      it.sum.argv.emplace_back(*a);
     it.sum.exit_status = req.root_status;
     items.insert(items.begin(), std::move(it));
   }
@@ -775,11 +779,13 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!quiet_items.empty()) std::fprintf(stderr, "  quiet: %s\n", by_name(quiet_items).c_str());
       if (!skipped_items.empty())
         std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
-    } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp); !windows.empty()) {
+    } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp);
+               !windows.empty()) {
       // Recording paused (--paused, --ctl): the windows are the run's traces,
       // written by the processes themselves as each closed.
       std::string list;
-      for (size_t i = 0; i < windows.size() && i < 4; ++i) list += (i ? ", " : "") + shown(windows[i]);
+      for (size_t i = 0; i < windows.size() && i < 4; ++i)
+        list += (i ? ", " : "") + shown(windows[i]);
       if (windows.size() > 4) list += ", ... (" + std::to_string(windows.size()) + " in all)";
       std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
     } else if (traces == 0 && empty_killed == 0 && running == 0) {

@@ -590,7 +590,8 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
            ",\"lost\":" + std::to_string(ToU64(p.lost)) +
            ",\"dropped\":" + std::to_string(ToU64(p.dropped)) +
            ",\"rings_full\":" + std::to_string(ToU64(p.full)) +
-           ",\"full_at_ns\":" + std::to_string(ToU64(p.full_at)) + ",\"why\":" + JsonString(p.why) + "}";
+           ",\"full_at_ns\":" + std::to_string(ToU64(p.full_at)) + ",\"why\":" + JsonString(p.why) +
+           "}";
     }
     o += "],\"heap\":";
     o += r.has_heap ? Fmt("{\"peak\":%" PRIu64 ",\"final\":%" PRIu64 "}", r.heap_peak, r.heap_final)
@@ -598,8 +599,7 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
     o += ",\"threads\":[";
     for (size_t i = 0; i < r.threads.size(); ++i) {
       const ThreadReport& t = r.threads[i];
-      o += (i ? "," : "") +
-           Fmt("{\"tid\":%" PRIu64 ",\"name\":", t.goid) + JsonString(t.name) +
+      o += (i ? "," : "") + Fmt("{\"tid\":%" PRIu64 ",\"name\":", t.goid) + JsonString(t.name) +
            Fmt(",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"life_ns\":%" PRId64
                ",\"ended\":%s,\"cpu_ns\":",
                t.start_ns, t.end_ns, t.life(), t.ended ? "true" : "false") +
@@ -617,8 +617,8 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
                b.stk, b.total_ns, b.count, b.max_ns);
       for (size_t f = 0; f < b.frames.size(); ++f)
         o += (f ? "," : "") + std::string("{\"func\":") + JsonString(b.frames[f].func) +
-             ",\"file\":" + JsonString(b.frames[f].file) + Fmt(",\"line\":%" PRIu64 ",\"pc\":%" PRIu64 "}",
-                                                      b.frames[f].line, b.frames[f].pc);
+             ",\"file\":" + JsonString(b.frames[f].file) +
+             Fmt(",\"line\":%" PRIu64 ",\"pc\":%" PRIu64 "}", b.frames[f].line, b.frames[f].pc);
       o += "]}";
     }
     o += "],\"wakers\":[";

@@ -235,8 +235,8 @@ TEST_CASE("a one-thread process killed while it waits: its trace and its row run
   // the index said 1 ms for a process that waited 0.6 s before the kill.
   TempDir dir;
   const std::string out = dir.File("w.trace");
-  const ProcResult r =
-      Tracewrap({"-q", "-o", out, "--", "/bin/sh", "-c", "sleep 5 & p=$!; sleep 0.6; kill -9 $p; wait"}, dir);
+  const ProcResult r = Tracewrap(
+      {"-q", "-o", out, "--", "/bin/sh", "-c", "sleep 5 & p=$!; sleep 0.6; kill -9 $p; wait"}, dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(out + ".index.json");

@@ -47,7 +47,8 @@ ProcResult Wrap(const std::vector<std::string>& args, const TempDir& dir,
   o.cwd = dir.path();
   o.unset_env = kUnset;
   if (lib_env) env.push_back("GOTRACE_LIB=" + PreloadLib());
-  else o.unset_env.push_back("GOTRACE_LIB");
+  else
+    o.unset_env.push_back("GOTRACE_LIB");
   // Exact counts of blocks: the inferred timeline (see RunTraced).
   if (std::none_of(env.begin(), env.end(),
                    [](const std::string& v) { return v.rfind("GOTRACE_SCHED=", 0) == 0; })) {
@@ -214,13 +215,16 @@ TEST_CASE("tracewrap: a process killed at once is recovered with what it recorde
   CHECK_FALSE(fs::exists(out + ".gtlog"));
 }
 
-TEST_CASE("tracewrap --paused: the end names the windows, the index lists the program", "[tracewrap]") {
+TEST_CASE("tracewrap --paused: the end names the windows, the index lists the program",
+          "[tracewrap]") {
   // It said "no trace was written ... the tracer recorded nothing" after
   // windows had been written, and the index listed no process at all.
   TempDir dir;
-  const std::string cmd = kTracewrap + " --paused --signal USR2 -o " + dir.File("p.trace") +
-                          " -- /bin/sleep 1.2 & t=$!; sleep 0.3; kill -USR2 $t; sleep 0.3; kill -USR2 $t; wait $t";
-  const ProcResult r = Wrap({"-c", cmd}, dir, {}, true, "/bin/bash");  // (a shell running tracewrap)
+  const std::string cmd =
+      kTracewrap + " --paused --signal USR2 -o " + dir.File("p.trace") +
+      " -- /bin/sleep 1.2 & t=$!; sleep 0.3; kill -USR2 $t; sleep 0.3; kill -USR2 $t; wait $t";
+  const ProcResult r =
+      Wrap({"-c", cmd}, dir, {}, true, "/bin/bash");  // (a shell running tracewrap)
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.Exited(0));
   CHECK_THAT(r.err, Catch::Contains("the run's trace windows: " + dir.File("p.trace.w1")));
@@ -240,10 +244,10 @@ TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs 
   // trace would have gone, says so, and removes the directory.
   TempDir dir;
   const std::string cmd = "TW=" + kTracewrap + "; $TW -q -o " + dir.File("k.trace") +
-                          " -- /bin/sleep 0.6 & t=$!; sleep 0.3; kill -9 $t; " +
-                          "$TW -o " + dir.File("a.trace") + " -- /bin/true; sleep 0.6; " +
-                          "$TW -o " + dir.File("b.trace") + " -- /bin/true & " +
-                          "$TW -o " + dir.File("c.trace") + " -- /bin/true & wait";
+                          " -- /bin/sleep 0.6 & t=$!; sleep 0.3; kill -9 $t; " + "$TW -o " +
+                          dir.File("a.trace") + " -- /bin/true; sleep 0.6; " + "$TW -o " +
+                          dir.File("b.trace") + " -- /bin/true & " + "$TW -o " +
+                          dir.File("c.trace") + " -- /bin/true & wait";
   const ProcResult r = Wrap({"-c", cmd}, dir, {}, true, "/bin/sh");  // (a shell running tracewrap)
   INFO(r.Describe() << "\n" << r.err);
   CHECK(r.Exited(0));
@@ -256,8 +260,8 @@ TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs 
   CHECK(said == 1);
   CHECK_THAT(r.err, Catch::Contains("left 1 event log(s): moved to " + dir.path()));
   REQUIRE(fs::exists(dir.File("k.trace.gtlog")));
-  const ProcResult rec = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "recover", "-q", dir.File("k.trace.gtlog"), "-o",
-                                     dir.File("k.trace")});
+  const ProcResult rec = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "recover", "-q",
+                                     dir.File("k.trace.gtlog"), "-o", dir.File("k.trace")});
   INFO(rec.err);
   CHECK(rec.Exited(0));
   CHECK(ParseWithGo(dir.File("k.trace")).ok);
@@ -686,8 +690,10 @@ TEST_CASE("tracewrap: setuid, setgid and capabilities are refused (H29)", "[trac
       return;
     }
     // Root has every capability already: the exec gains none.
-    if (root) traced("caps");
-    else refused("has file capabilities (cap_net_raw");
+    if (root)
+      traced("caps");
+    else
+      refused("has file capabilities (cap_net_raw");
   }
   SECTION("a setuid #! script is not refused: the kernel ignores the bit on scripts") {
     const std::string script = dir.File("setuid-script");
