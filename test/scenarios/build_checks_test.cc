@@ -96,6 +96,28 @@ TEST_CASE("libgotrace.so has no dynamic initializers (G7)", "[build]") {
 }
 
 #if defined(__x86_64__)
+// The address range of one of the library's sections, from readelf -S.
+std::pair<uint64_t, uint64_t> SectionRange(const std::string& readelf, const std::string& name) {
+  std::smatch m;
+  const std::regex row("\\" + name + R"(\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+))");
+  if (!std::regex_search(readelf, m, row)) return {0, 0};
+  const uint64_t lo = std::stoull(m[1].str(), nullptr, 16);
+  return {lo, lo + std::stoull(m[2].str(), nullptr, 16)};
+}
+
+// Each name's address is in [lo, hi).
+void CheckIn(const std::string& nm, std::initializer_list<const char*> names, uint64_t lo, uint64_t hi) {
+  for (const char* fn : names) {
+    INFO(fn);
+    const std::regex sym("(^|\n)([0-9a-f]+) [tTwW] " + std::string(fn) + "(\n|$)");
+    std::smatch a;
+    REQUIRE(std::regex_search(nm, a, sym));
+    const uint64_t at = std::stoull(a[2].str(), nullptr, 16);
+    CHECK(at >= lo);
+    CHECK(at < hi);
+  }
+}
+
 TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB window of code",
           "[build]") {
   // A fork child has no page-table entries for file-backed code: each 64 KiB
@@ -104,27 +126,48 @@ TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB wi
   // after renames (a stale list would leave them in .text: this fails).
   ProcResult sec = RunProcess({"readelf", "-S", "-W", PreloadLib()});
   REQUIRE(sec.Exited(0));
-  std::smatch m;
-  const std::regex row(R"(\.text\.gt_fork\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+))");
-  REQUIRE(std::regex_search(sec.out, m, row));
-  const uint64_t lo = std::stoull(m[1].str(), nullptr, 16);
-  const uint64_t hi = lo + std::stoull(m[2].str(), nullptr, 16);
+  const auto [lo, hi] = SectionRange(sec.out, ".text.gt_fork");
+  REQUIRE(hi > lo);
   CHECK(lo >> 16 == (hi - 1) >> 16);
   ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
   REQUIRE(nm.Exited(0));
-  for (const char* fn :
-       {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
-        "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
-        "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc",
-        "_ZN7gotrace11SkipTracingEPKcPKPc"}) {
-    INFO(fn);
-    const std::regex sym("(^|\n)([0-9a-f]+) [tTwW] " + std::string(fn) + "(\n|$)");
-    std::smatch a;
-    REQUIRE(std::regex_search(nm.out, a, sym));
-    const uint64_t at = std::stoull(a[2].str(), nullptr, 16);
-    CHECK(at >= lo);
-    CHECK(at < hi);
-  }
+  CheckIn(nm.out,
+          {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
+           "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
+           "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc",
+           "_ZN7gotrace11SkipTracingEPKcPKPc", "gotrace_fini"},
+          lo, hi);
+}
+
+TEST_CASE("libgotrace.so: what a quiet command runs from start to exit is in two 64 KiB windows",
+          "[build]") {
+  // An exec'd command starts with no page-table entries for our code either:
+  // its start (Init, the configuration, the real functions' lookup, the
+  // stubs of libc_nonshared.a it calls), common hooks and its quiet end come
+  // right after the fork path (.text.gt_quiet), and the loader's call at
+  // exit (DT_FINI) goes to a function among them, not to crti's _fini after
+  // all of the text.
+  ProcResult sec = RunProcess({"readelf", "-S", "-W", PreloadLib()});
+  REQUIRE(sec.Exited(0));
+  const auto [fork_lo, fork_hi] = SectionRange(sec.out, ".text.gt_fork");
+  const auto [lo, hi] = SectionRange(sec.out, ".text.gt_quiet");
+  REQUIRE(hi > lo);
+  CHECK(lo == ((fork_hi + 63) & ~uint64_t{63}));
+  CHECK((hi - 1) >> 16 <= (fork_lo >> 16) + 1);
+  ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
+  REQUIRE(nm.Exited(0));
+  CheckIn(nm.out,
+          {"_ZN7gotrace12_GLOBAL__N_14InitEiPPcS2_", "_ZN7gotrace10ReadConfigEPNS_6ConfigE", "atexit",
+           "pthread_atfork", "read", "write", "fread_unlocked", "getdelim"},
+          fork_lo, hi);
+  ProcResult dyn = RunProcess({"readelf", "-d", "-W", PreloadLib()});
+  REQUIRE(dyn.Exited(0));
+  std::smatch m;
+  REQUIRE(std::regex_search(dyn.out, m, std::regex(R"(\(FINI\)\s+0x([0-9a-f]+))")));
+  const std::regex fini(R"((^|\n)([0-9a-f]+) t gotrace_fini(\n|$))");
+  std::smatch f;
+  REQUIRE(std::regex_search(nm.out, f, fini));
+  CHECK(std::stoull(m[1].str(), nullptr, 16) == std::stoull(f[2].str(), nullptr, 16));
 }
 #endif
 
