@@ -12,7 +12,7 @@ namespace gotrace::fdclass {
 
 // Page-aligned: WipeOnFork marks exactly its pages.
 GT_LARGE_BSS alignas(4096) std::atomic<uint8_t> g_table[kTableSize];
-std::atomic<uint32_t> g_end{0};
+alignas(64) GT_FORK_HOT std::atomic<uint32_t> g_end{0};  // a fork child resets it
 namespace {
 bool g_wiped = false;  // this table is WIPEONFORK (inherited by fork children)
 }  // namespace

@@ -42,8 +42,12 @@ inline void NoteEnd(int fd) {
 
 log::FdClass ClassifySlow(int fd);
 
+// Nothing is stored at or beyond g_end: the table is not read there. A
+// page of it read before it is first written was two faults, not one (the
+// zero page mapped, then replaced), in every process that classified a
+// descriptor (issue 18).
 inline log::FdClass Get(int fd) {
-  if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize)) {
+  if (static_cast<unsigned>(fd) < g_end.load(std::memory_order_relaxed)) {
     const uint8_t v = g_table[fd].load(std::memory_order_relaxed);
     if (__builtin_expect(v != 0, 1)) return static_cast<log::FdClass>(v - 1);
   }
@@ -55,7 +59,8 @@ inline log::FdClass Get(int fd) {
 inline void Set(int fd, log::FdClass c) {
   const uint8_t v = static_cast<uint8_t>(static_cast<uint8_t>(c) + 1);
   if (static_cast<unsigned>(fd) < static_cast<unsigned>(kTableSize) &&
-      g_table[fd].load(std::memory_order_relaxed) != v) {
+      (static_cast<unsigned>(fd) >= g_end.load(std::memory_order_relaxed) ||
+       g_table[fd].load(std::memory_order_relaxed) != v)) {
     NoteEnd(fd);
     g_table[fd].store(v, std::memory_order_relaxed);
   }
@@ -87,7 +92,8 @@ inline void Copy(int from, int to) {
                         : 0;
   if (c == 0 || static_cast<unsigned>(to) >= static_cast<unsigned>(kTableSize)) {
     Forget(to);
-  } else if (g_table[to].load(std::memory_order_relaxed) != c) {
+  } else if (static_cast<unsigned>(to) >= g_end.load(std::memory_order_relaxed) ||
+             g_table[to].load(std::memory_order_relaxed) != c) {
     NoteEnd(to);
     g_table[to].store(c, std::memory_order_relaxed);
   }

@@ -1385,16 +1385,25 @@ namespace {
 
 // --- Crashes ------------------------------------------------------------------------
 
+// Each list as a mask of its signals, tested with an immediate: a shell's
+// fork child asks for every signal it resets before each exec, and a loop
+// over the lists read our read-only data, one more page fault in each
+// child (issue 18).
+template <size_t N>
+constexpr uint64_t MaskOf(const int (&sigs)[N]) {
+  uint64_t m = 0;
+  for (int s : sigs) m |= uint64_t{1} << s;
+  return m;
+}
+
 bool IsCrashSignal(int sig) {
-  for (int s : kCrashSignals)
-    if (s == sig) return true;
-  return false;
+  constexpr uint64_t kMask = MaskOf(kCrashSignals);
+  return sig > 0 && sig < 64 && ((kMask >> sig) & 1) != 0;
 }
 
 bool IsTermSignal(int sig) {
-  for (int s : kTermSignals)
-    if (s == sig) return true;
-  return false;
+  constexpr uint64_t kMask = MaskOf(kTermSignals);
+  return sig > 0 && sig < 64 && ((kMask >> sig) & 1) != 0;
 }
 
 // Runs `gotrace encode --lenient --offline LOG -o OUT` in a new process and
@@ -1794,8 +1803,10 @@ void AtForkChild() {
   PoolForgetForChild();
   if (!g.config.follow) return;
   g.pid = sys::GetPid();
-  g.descendant = true;
-  g.forked_image = true;
+  // Two stores, not one of a constant the compiler keeps in our read-only
+  // data for them both: its page was a fault in every fork child (issue 18).
+  __atomic_store_n(&g.descendant, true, __ATOMIC_RELAXED);
+  __atomic_store_n(&g.forked_image, true, __ATOMIC_RELAXED);
   g.image = 0;
   // One thread now: this one, counted whether or not it was before.
   g.app_threads.store(1, std::memory_order_relaxed);

@@ -47,7 +47,7 @@ __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 // G7: global state lives in static storage, is never destroyed (exit paths
 // and late threads may still use it), and holds only trivially destructible
 // members.
-alignas(64) Globals g;
+alignas(64) GT_FORK_HOT_G Globals g;  // after GT_FORK_HOT variables (sys/raw.h)
 static_assert(std::is_trivially_destructible_v<Globals>);
 
 namespace internal {
