@@ -380,7 +380,7 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
     g.reaped_child.store(false, std::memory_order_relaxed);
   g.staged_heap_lo = ~uint64_t{0};
   g.staged_heap_hi = 0;
-  g.ppid = static_cast<uint32_t>(sys::GetPPid());
+  if (!fork_child) g.ppid = static_cast<uint32_t>(sys::GetPPid());  // (a fork's: AtForkChild)
   ResetLogState();
   g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
@@ -1788,12 +1788,21 @@ void AtForkChild() {
     g.phase.store(Phase::kDisabled, std::memory_order_release);
     return;
   }
-  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
-  Unbind();
-  g.phase.store(Phase::kDisabled, std::memory_order_release);
-  sys::Close(g.log_fd);  // the parent's
-  g.log_fd = -1;
-  g.flusher_running.store(false);
+  // A fork child that had recorded nothing yet (its log pending) forks in
+  // turn: a daemon's double fork, a subshell's pipeline. The grandchild is
+  // a pending fork child too, of its own pid, its parent the middle one
+  // (it was lost: no trace, no entry, and its end wrote one more entry
+  // under the middle process's pid).
+  const Phase phase = g.phase.load(std::memory_order_acquire);
+  const bool pending_parent = phase == Phase::kShutdown && g.fork_log_pending.load(std::memory_order_acquire);
+  if (phase != Phase::kReady && !pending_parent) return;
+  if (phase == Phase::kReady) {
+    Unbind();
+    g.phase.store(Phase::kDisabled, std::memory_order_release);
+    sys::Close(g.log_fd);  // the parent's
+    g.log_fd = -1;
+    g.flusher_running.store(false);
+  }
   // No ErrnoGuard: nothing below sets errno (raw system calls), and its
   // __errno_location was a page fault of libc's code in every fork child
   // of a traced shell (issue 18).
@@ -1802,6 +1811,10 @@ void AtForkChild() {
   // them, followed or not (replaced when the child starts a log).
   PoolForgetForChild();
   if (!g.config.follow) return;
+  // Its parent is the process that forked it (a pending child's parent is
+  // not in StartLog's getppid yet, and this one's entry may be written
+  // after its parent died and it was reparented).
+  g.ppid = static_cast<uint32_t>(g.pid);
   g.pid = sys::GetPid();
   // Two stores, not one of a constant the compiler keeps in our read-only
   // data for them both: its page was a fault in every fork child (issue 18).

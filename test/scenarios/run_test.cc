@@ -459,22 +459,42 @@ TEST_CASE("a fork child that ends before recording anything is listed with how i
   const ProcResult r = Wrap({"-o", dir.File("q.trace"), "--", Scenario("fork_quiet")}, dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
-  CHECK(r.out == "children 5 6 143\n");
-  CHECK(r.err.find("4 processes ran: 1 traced, 3 quiet") != std::string::npos);
+  CHECK(r.out == "children 5 6 143 4\n");
+  CHECK(r.err.find("6 processes ran: 2 traced, 4 quiet") != std::string::npos);
   const std::string index = Slurp(dir.File("q.trace.index.json"));
   INFO(index);
-  REQUIRE(Occurrences(index, "\"pid\": ") == 4);
-  CHECK(index.find("\"quiet\": 3,") != std::string::npos);
+  REQUIRE(Occurrences(index, "\"pid\": ") == 6);
+  CHECK(index.find("\"quiet\": 4,") != std::string::npos);
   // No command line of their own (they never exec'd), no trace, no records.
   const std::vector<std::string> forks = IndexRows(index, "]");
-  REQUIRE(forks.size() == 3);
-  const char* exits[] = {"{\"code\":5}", "{\"code\":6}", "{\"signal\":15,\"name\":\"SIGTERM\"}"};
-  for (size_t i = 0; i < 3; ++i) {
+  REQUIRE(forks.size() == 4);
+  const char* exits[] = {"{\"code\":5}", "{\"code\":6}", "{\"signal\":15,\"name\":\"SIGTERM\"}",
+                         "{\"code\":4}"};
+  for (size_t i = 0; i < 4; ++i) {
     INFO(forks[i]);
     CHECK(forks[i].find("\"exit\": " + std::string(exits[i]) + ",") != std::string::npos);
     CHECK(forks[i].find("\"trace\": null, \"quiet\": true,") != std::string::npos);
-    CHECK(forks[i].find("\"records\": 0}") != std::string::npos);
   }
+  // The double fork: the child that recorded nothing is its parent's, and
+  // its child (which slept: traced) is its own, not lost nor its
+  // grandparent's.
+  std::istringstream pids(r.err.substr(r.err.find("double fork ") + 12));
+  int main_pid = 0, middle = 0, grandchild = 0;
+  pids >> main_pid >> middle >> grandchild;
+  REQUIRE(grandchild > 0);
+  const std::string mid = "\"pid\": " + std::to_string(middle) + ", \"ppid\": " + std::to_string(main_pid) + ",";
+  const std::string grand =
+      "\"pid\": " + std::to_string(grandchild) + ", \"ppid\": " + std::to_string(middle) + ",";
+  CHECK(Occurrences(index, "\"pid\": " + std::to_string(middle) + ",") == 1);
+  CHECK(index.find(mid) != std::string::npos);
+  REQUIRE(index.find(grand) != std::string::npos);
+  const std::string row = index.substr(index.find(grand), index.find('\n', index.find(grand)) - index.find(grand));
+  INFO(row);
+  CHECK(row.find("\"exit\": {\"code\":3},") != std::string::npos);
+  CHECK(row.find("\"trace\": \"q.trace." + std::to_string(grandchild) + "\"") != std::string::npos);
+  const ParsedTrace t = ParseWithGo(dir.File("q.trace." + std::to_string(grandchild)));
+  INFO(t.error);
+  CHECK(t.ok);
 }
 
 TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for event", "[run]") {
