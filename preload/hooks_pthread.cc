@@ -28,6 +28,7 @@
 #include "preload/real.h"
 #include "preload/runtime.h"
 #include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
 
 namespace gotrace {
 namespace {
@@ -59,15 +60,72 @@ struct StartContext {
   void* (*fn)(void*);
   void* arg;
   uint64_t create_id;
+  StackHint stack;
 };
+
+// The new thread's stack as its attributes (or the defaults) say.
+StackHint StackOf(const pthread_attr_t* attr) {
+  StackHint h;
+  pthread_attr_t def;
+  if (attr == nullptr) {
+    if (pthread_getattr_default_np(&def) != 0) return h;
+    attr = &def;
+  }
+  void* addr = nullptr;
+  size_t size = 0;
+  // (Without a stack of the program's, glibc's answer is 0 - size: its
+  // top is 0.)
+  if (pthread_attr_getstack(attr, &addr, &size) == 0 && reinterpret_cast<uintptr_t>(addr) + size != 0) {
+    h.user_lo = reinterpret_cast<uintptr_t>(addr);
+    h.size = size;
+  } else if (pthread_attr_getstacksize(attr, &size) == 0) {
+    h.size = size;
+  }
+  if (attr == &def) pthread_attr_destroy(&def);
+  return h;
+}
+
+// Problem: the context was malloc'ed by the creator and freed by the new
+// thread, and a thread's first free sets up its malloc cache, which takes
+// an arena: 64 MiB of address space reserved for every thread that never
+// allocates otherwise. The program ran with more arenas than untraced, and
+// under `ulimit -v` could no longer start threads. Contexts come from this
+// pool, claimed and released with one atomic each; malloc only when all are
+// in flight (as many threads created and not yet started).
+constexpr uint32_t kContexts = 256;
+GT_LARGE_BSS StartContext g_contexts[kContexts];
+GT_LARGE_BSS std::atomic<uint8_t> g_context_busy[kContexts];
+std::atomic<uint32_t> g_context_next{0};
+
+StartContext* NewContext() {
+  const uint32_t from = g_context_next.fetch_add(1, std::memory_order_relaxed);
+  for (uint32_t k = 0; k < kContexts; ++k) {
+    const uint32_t i = (from + k) % kContexts;
+    if (g_context_busy[i].load(std::memory_order_relaxed) == 0 &&
+        g_context_busy[i].exchange(1, std::memory_order_acquire) == 0)
+      return &g_contexts[i];
+  }
+  TracerScope tracer;  // the tracer's block: not the program's heap
+  return static_cast<StartContext*>(malloc(sizeof(StartContext)));
+}
+
+void FreeContext(StartContext* c) {
+  if (c >= g_contexts && c < g_contexts + kContexts) {
+    g_context_busy[c - g_contexts].store(0, std::memory_order_release);
+    return;
+  }
+  TracerScope tracer;  // our free() is not the program's
+  free(c);
+}
 
 void* ThreadStart(void* p) {
   StartContext ctx = *static_cast<StartContext*>(p);
+  FreeContext(static_cast<StartContext*>(p));
   {
-    TracerScope tracer;  // our free() is not the program's
-    free(p);
+    TracerScope tracer;
     AppThreadStarted();
   }
+  SetStackHint(ctx.stack);
   if (RegisterCurrentThreadSlow(ctx.create_id, reinterpret_cast<uintptr_t>(ctx.fn), 0) == nullptr &&
       g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
     ArmThreadEnd();  // recording paused: a window it lives in shows its end
@@ -92,11 +150,7 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   const bool paused = !scope.active() && g.phase.load(std::memory_order_acquire) == Phase::kPaused &&
                       t_state.depth == 0;
   if (!scope.active() && !paused) return GT_REAL(pthread_create)(thread, attr, start, arg);
-  StartContext* ctx;
-  {
-    TracerScope tracer;  // the tracer's block: not the program's heap
-    ctx = static_cast<StartContext*>(malloc(sizeof(StartContext)));
-  }
+  StartContext* ctx = NewContext();
   if (ctx == nullptr) return GT_REAL(pthread_create)(thread, attr, start, arg);
   // The new thread frees ctx as it starts, maybe before the real
   // pthread_create returns here (and its block is soon another's: a worker
@@ -106,14 +160,14 @@ GT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   ctx->fn = start;
   ctx->arg = arg;
   ctx->create_id = create_id;
+  ctx->stack = StackOf(attr);
   const uint32_t cpu = sys::CurrentCpu();
   const Tick t = sys::Ticks();  // before the thread can record anything
   AppThreadCreating();  // before it can start, end, and be counted down
   const int rc = GT_REAL(pthread_create)(thread, attr, ThreadStart, ctx);
   if (rc != 0) {
     AppThreadCreateFailed();
-    TracerScope tracer;
-    free(ctx);
+    FreeContext(ctx);
     return rc;
   }
   if (!paused)

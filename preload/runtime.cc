@@ -79,6 +79,8 @@ std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
 GT_LARGE_BSS std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 uint32_t g_max_threads = kMaxThreads;  // records the pool has room for (PoolInit)
+size_t g_depot_slots = size_t{1} << 20;  // the stack depot's size (PoolInit: an address-space limit)
+size_t g_depot_pc_bytes = size_t{64} << 20;
 
 uint8_t* PoolBase() { return g_region + 2 * size_t{g.slot_bytes}; }
 ThreadRec* Slot(uint32_t i) { return reinterpret_cast<ThreadRec*>(PoolBase() + size_t{i} * g_pool_stride); }
@@ -95,6 +97,8 @@ bool PoolInit(size_t buffer_kb) {
   // said "cannot reserve memory for the tracer" and ran untraced. Under a
   // limit the pool takes at most an eighth of it: fewer threads can record
   // at once (the others are counted, as beyond kMaxThreads).
+  // The stack depot (EnsureDepot, about 100 MiB reserved) takes at most a
+  // sixteenth: fewer distinct stacks fit (the others are recorded without).
   g_max_threads = kMaxThreads;
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
@@ -102,6 +106,11 @@ bool PoolInit(size_t buffer_kb) {
     const size_t fixed = 2 * size_t{g.slot_bytes};
     const size_t fit = budget > fixed + g_pool_stride ? (budget - fixed) / g_pool_stride : 1;
     g_max_threads = static_cast<uint32_t>(std::min<size_t>(fit, kMaxThreads));
+    const size_t depot = budget / 2;
+    constexpr size_t kPerSlot = unwind::StackDepot::kBytesPerSlot;
+    while (g_depot_slots > 4096 && g_depot_slots * kPerSlot > depot / 3) g_depot_slots >>= 1;
+    const size_t rest = depot > g_depot_slots * kPerSlot ? depot - g_depot_slots * kPerSlot : 0;
+    g_depot_pc_bytes = std::clamp<size_t>(rest & ~size_t{4095}, size_t{256} << 10, g_depot_pc_bytes);
   }
   g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * g_max_threads;
   // A fork child replaces all of it before use (PoolResetIfForked).
@@ -175,7 +184,7 @@ bool EnsureDepotSlow() {
   // fork-fresh memory); without it walks still work, decoding every frame
   // anew.
   (void)unwind::UnwindInit();
-  const bool ok = g_depot.Init(size_t{1} << 20, size_t{64} << 20);
+  const bool ok = g_depot.Init(g_depot_slots, g_depot_pc_bytes);
   g_depot_state.store(ok ? kDepotReady : kDepotFailed, std::memory_order_release);
   return ok;
 }
@@ -965,6 +974,37 @@ void ThreadKeyDestructor(void* v) {
   FinishCurrentThread();
 }
 
+thread_local StackHint t_stack_hint;
+}  // namespace internal
+void SetStackHint(const StackHint& h) { internal::t_stack_hint = h; }
+namespace internal {
+
+// A thread created through our pthread_create: its bounds from its
+// creator's attributes. glibc maps a stack block of the size asked for
+// (the guard pages below it, at the block's bottom) and puts the thread's
+// descriptor, pthread_self(), in its last page: the block ends at that
+// page's end. One page is left off the bottom for the guard's rounding.
+// False (pthread_getattr_np decides) if the stack pointer is not inside.
+bool StackBoundsFromHint(ThreadRec* r) {
+  const StackHint h = t_stack_hint;
+  t_stack_hint = StackHint{};
+  if (h.size == 0) return false;
+  uintptr_t lo, hi;
+  if (h.user_lo != 0) {
+    lo = h.user_lo;
+    hi = h.user_lo + h.size;
+  } else {
+    hi = (static_cast<uintptr_t>(pthread_self()) | 4095) + 1;
+    if (h.size <= 2 * 4096 || hi < h.size) return false;
+    lo = hi - h.size + 4096;
+  }
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (sp < lo || sp >= hi) return false;
+  r->stack_lo = lo;
+  r->stack_hi = hi;
+  return true;
+}
+
 void StackBoundsOf(ThreadRec* r, bool main_thread) {
   if (main_thread && __libc_stack_end != nullptr) {
     // The main stack grows on demand below the initial stack pointer, up to
@@ -991,6 +1031,7 @@ void StackBoundsOf(ThreadRec* r, bool main_thread) {
     r->stack_lo = r->stack_hi > size ? r->stack_hi - size : 0;
     return;
   }
+  if (StackBoundsFromHint(r)) return;
   pthread_attr_t attr;
   void* addr = nullptr;
   size_t size = 0;

@@ -268,6 +268,15 @@ constexpr uint32_t kTracerDepth = 1u << 16;
 GT_ALWAYS_INLINE bool InTracer() { return t_state.depth >= kTracerDepth; }
 
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
+// What a thread's creator knew of its stack (pthread_create's attributes),
+// set by the new thread before it registers: its bounds without
+// pthread_getattr_np, whose allocation gave every thread that never calls
+// malloc itself a malloc arena (64 MiB of address space each).
+struct StackHint {
+  uintptr_t user_lo = 0;  // the program's own stack: its lowest address, or 0
+  size_t size = 0;        // its size, or glibc's stack block's (0: unknown)
+};
+void SetStackHint(const StackHint& h);
 // A fork child's log, started at its first recording hook rather than at
 // the fork (lifecycle.cc): returns the new g.bind, or 0 (nothing to record).
 GT_NOINLINE uint32_t StartForkChildLog();

@@ -23,6 +23,8 @@ class StackDepot {
   // Reserves memory for `slots` (a power of two) entries and `pc_bytes` of
   // PCs, lazily committed. False if the memory cannot be reserved.
   bool Init(size_t slots, size_t pc_bytes);
+  // What Init reserves per slot, besides the PCs.
+  static constexpr size_t kBytesPerSlot = 32 + sizeof(uint32_t);
 
   // The id (>= 1) of the stack, inserting it if needed; *fresh tells whether
   // the caller must define it: this call inserted it, or it was last defined
@@ -49,6 +51,7 @@ class StackDepot {
     const uint64_t* pcs;
   };
   static_assert(sizeof(Slot) == 32);
+  static_assert(kBytesPerSlot == sizeof(Slot) + sizeof(uint32_t));  // slots_ and by_id_
 
   // The result of looking at one slot for a stack (Intern's probe loop).
   enum class Probe { kFound, kInserted, kFull, kNext };

@@ -481,6 +481,37 @@ TEST_CASE("tracewrap: under an address-space limit (ulimit -v) a program is stil
   CHECK(t.Count("GoSleep") == 1);
 }
 
+TEST_CASE("tracewrap: under an address-space limit the tracer takes at most 3/16 of it, and no malloc arenas",
+          "[tracewrap]") {
+  // Threads that never called malloc each took a malloc arena (64 MiB of
+  // address space) when they freed the tracer's start context or asked
+  // pthread_getattr_np for their stack; the stack depot reserved 100 MiB
+  // whatever the limit. Under `ulimit -v` programs could no longer start
+  // threads. The pool takes at most an eighth of the limit, the depot a
+  // sixteenth; the rest (rings, tables, the library) is a few MiB.
+  TempDir dir;
+  const long limit_kb = 200000;
+  const std::string cmd = "ulimit -v " + std::to_string(limit_kb) + " && exec " + Scenario("as_limit");
+  const ProcResult plain = RunProcess({"/bin/sh", "-c", cmd});
+  INFO(plain.Describe() << "\n" << plain.err);
+  REQUIRE(plain.Exited(0));
+  const ProcResult r = Wrap({"-q", "-o", dir.File("a.trace"), "--", "/bin/sh", "-c", cmd}, dir);
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  auto vm = [](const std::string& out) { return std::stol(out.substr(out.find("vmsize ") + 7)); };
+  REQUIRE(plain.out.find("vmsize ") != std::string::npos);
+  REQUIRE(r.out.find("vmsize ") != std::string::npos);
+  CHECK(vm(r.out) - vm(plain.out) <= limit_kb * 3 / 16 + 12 * 1024);
+  // Each thread's stack bounds (from its creator's attributes, glibc's
+  // default stack, a smaller one, the program's own) let its wait's stack
+  // be walked to the program's functions.
+  const PprofResult p = Pprof(dir.File("a.trace"), "sync");
+  INFO(p.raw);
+  REQUIRE(p.ok);
+  CHECK(p.raw.find("WaitHere") != std::string::npos);
+  CHECK(p.raw.find("Worker") != std::string::npos);
+}
+
 // Chromium's sandboxed storage service limits its own address space once
 // started; the pool's reservation (5 GiB, inherited from the zygote) made
 // its next allocation fail: a crash report for each of its restarts,
