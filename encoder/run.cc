@@ -539,6 +539,15 @@ void Forward(int sig) {
   errno = saved;
 }
 
+// INT and QUIT: a terminal's (the kernel's, si_code > 0) reach the whole
+// process group, the program too: not passed on. One a process sent to us
+// (kill, a CI runner or supervisor signalling our pid: si_code <= 0) is
+// passed on, as TERM is (the program never got it: ^C from a script or a
+// runner was lost, and tracewrap exited 0).
+void ForwardSent(int sig, siginfo_t* info, void*) {
+  if (info != nullptr && info->si_code <= 0) Forward(sig);
+}
+
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1036,11 +1045,17 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   }
 
   // A terminal's INT and QUIT reach the whole process group: the program
-  // gets them itself; we wait for it. Signals sent to us are passed on.
-  struct sigaction ign {}, fwd {}, old_int {}, old_quit {}, old_fwd[5];
-  ign.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ign, &old_int);
-  sigaction(SIGQUIT, &ign, &old_quit);
+  // gets them itself; we wait for it. Signals sent to us are passed on,
+  // INT and QUIT too (ForwardSent). Where they were ignored (a background
+  // job of a script), they stay ignored.
+  struct sigaction sent {}, fwd {}, old_int {}, old_quit {}, old_fwd[5];
+  sent.sa_sigaction = ForwardSent;
+  sent.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sent.sa_mask);
+  sigaction(SIGINT, nullptr, &old_int);
+  sigaction(SIGQUIT, nullptr, &old_quit);
+  if (old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &sent, nullptr);
+  if (old_quit.sa_handler != SIG_IGN) sigaction(SIGQUIT, &sent, nullptr);
   fwd.sa_handler = Forward;
   sigemptyset(&fwd.sa_mask);
   sigset_t block, old_mask;

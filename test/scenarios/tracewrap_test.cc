@@ -334,6 +334,37 @@ TEST_CASE("tracewrap: the program's signal dispositions are its own (^C reaches 
   CHECK(r.out == plain.out);
 }
 
+TEST_CASE("tracewrap: INT sent to tracewrap's pid reaches the program", "[tracewrap]") {
+  // A terminal's ^C reaches the whole process group, the program itself;
+  // one a process sends to tracewrap alone (a CI runner, a supervisor,
+  // Popen.send_signal) was dropped: the program slept on and tracewrap
+  // exited 0. Sent by a Python driver (a shell's background job would start
+  // with INT ignored).
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    WARN("skipped: needs /usr/bin/python3");
+    return;
+  }
+  TempDir dir;
+  const std::string prog =
+      "import time\n"
+      "try:\n"
+      "    time.sleep(20)\n"
+      "except KeyboardInterrupt:\n"
+      "    print('interrupted', flush=True)\n"
+      "    raise SystemExit(9)\n";
+  const std::string driver =
+      "import signal, subprocess, sys, time\n"
+      "p = subprocess.Popen(sys.argv[1:])\n"
+      "time.sleep(1.0)\n"
+      "p.send_signal(signal.SIGINT)\n"
+      "print('status', p.wait(timeout=15), flush=True)\n";
+  const ProcResult r = RunProcess({"/usr/bin/python3", "-c", driver, kTracewrap, "-q", "-o",
+                                   dir.File("i.trace"), "--", "/usr/bin/python3", "-c", prog});
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "interrupted\nstatus 9\n");
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
