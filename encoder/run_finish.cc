@@ -391,7 +391,7 @@ int FinishRun(const GotraceFinishRequest& req) {
   }
   std::vector<Item> items;
   std::set<std::string> seen;
-  int running = 0, empty_killed = 0;
+  int running = 0, empty_killed = 0, unwritten = 0;
   // Twice: once while the marker exists (every process that ends now leaves
   // its log to us), once after it is gone, for the logs of processes that
   // ended in between (a process that ends after that encodes its own).
@@ -634,6 +634,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       continue;
     }
     if (!it.encoded && !it.no_events) {
+      ++unwritten;
       std::fprintf(stderr, "%s: could not write %s: %s (the log is kept: gotrace encode %s -o %s)\n",
                    prog, it.trace.c_str(), it.error.c_str(), it.log.c_str(), it.trace.c_str());
     }
@@ -788,7 +789,9 @@ int FinishRun(const GotraceFinishRequest& req) {
         list += (i ? ", " : "") + shown(windows[i]);
       if (windows.size() > 4) list += ", ... (" + std::to_string(windows.size()) + " in all)";
       std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
-    } else if (traces == 0 && empty_killed == 0 && running == 0) {
+    } else if (traces == 0 && empty_killed == 0 && running == 0 && unwritten == 0) {
+      // (A trace that could not be written has its line above, with the
+      // command that writes it: it recorded something.)
       std::fprintf(stderr,
                    "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "
                    "says why if it turned itself off; or the program ran another with LD_PRELOAD "
