@@ -289,7 +289,12 @@ void Validate(Options* o) {
   if (!o->out.empty()) {
     // The library keeps templates shorter than 1024 bytes (preload/config.cc).
     if (o->out.size() >= 1024) UsageError("--output: the path must be shorter than 1024 bytes");
-    if (o->out.back() == '/') UsageError("--output: '" + o->out + "' names a directory; give a file name");
+    struct stat out_st {};
+    // (An existing directory named without its slash too: its traces went
+    // next to it, named after it, odir.PID.)
+    if (o->out.back() == '/' || (stat(o->out.c_str(), &out_st) == 0 && S_ISDIR(out_st.st_mode)))
+      UsageError("--output: '" + o->out + "' names a directory; give a file name (e.g. " +
+                 (o->out.back() == '/' ? o->out : o->out + "/") + "run.trace)");
     // The directory must exist: the library creates the file, not its
     // parents, and would only say so after the program has run. A '%' in the
     // directory part is expanded per process: not checked here.

@@ -623,6 +623,7 @@ TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
       {{"--events", "sync,"}, "--events: ''"},
       {{"-o", "no/such/dir/x.trace"}, "directory 'no/such/dir' does not exist"},
       {{"-o", "out/"}, "names a directory"},
+      {{"-o", dir.path()}, "names a directory; give a file name (e.g. " + dir.path() + "/run.trace)"},
       {{"--depth"}, "option '--depth' needs a value"},
       {{"--depth="}, "option '--depth' needs a value"},
       {{"-o", ""}, "option '-o' needs a value"},
