@@ -850,6 +850,7 @@ GT_EXPORT int dup2(int fd, int to) {
   ProtectFd(to);
   const int r = real_dup2(fd, to);
   if (r >= 0) fdclass::Copy(fd, r);
+  if (r == 2 && fd != 2) StderrGone();
   return r;
 }
 GT_EXPORT int dup3(int fd, int to, int flags) {
@@ -857,19 +858,24 @@ GT_EXPORT int dup3(int fd, int to, int flags) {
   ProtectFd(to);
   const int r = real_dup3(fd, to, flags);
   if (r >= 0) fdclass::Copy(fd, r);
+  if (r == 2) StderrGone();
   return r;
 }
 GT_EXPORT int close(int fd) {
   GT_OR_MISSING(close, int);
   if (IsTracerFd(fd)) return 0;  // H27: our descriptors stay open (documented)
   fdclass::Forget(fd);
+  // (Not StderrGone for close(2): coreutils close it at exit, and the
+  // trace's line after that is wanted. A daemon's dup2 onto it is.)
   return real_close(fd);
 }
 GT_EXPORT int close_range(unsigned lo, unsigned hi, int flags) {
   GT_OR_MISSING(close_range, int);
   // H27: close around the tracer's descriptors, not over them.
   fdclass::ForgetRange(lo, hi);
-  return CloseRangeAround(lo, hi, flags, real_close_range);
+  const int r = CloseRangeAround(lo, hi, flags, real_close_range);
+  if (r == 0 && lo <= 2 && hi >= 2 && (flags & CLOSE_RANGE_CLOEXEC) == 0) StderrGone();
+  return r;
 }
 GT_EXPORT void closefrom(int lo) {
   auto real = GT_REAL(close_range);
@@ -879,6 +885,7 @@ GT_EXPORT void closefrom(int lo) {
   }
   fdclass::ForgetRange(static_cast<unsigned>(lo), ~0u);
   (void)CloseRangeAround(static_cast<unsigned>(lo), ~0u, 0, real);
+  if (lo <= 2) StderrGone();
 }
 GT_EXPORT int fclose(FILE* f) {
   GT_OR_MISSING(fclose, int);

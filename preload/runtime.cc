@@ -1875,6 +1875,11 @@ void ProtectFd(int fd) {
   if (fd == g.control_fd) __atomic_store_n(&g.control_fd, static_cast<int>(moved), __ATOMIC_RELEASE);
 }
 
+void StderrGone() {
+  const int fd = __atomic_exchange_n(&sys::g_log_fd, -1, __ATOMIC_ACQ_REL);
+  if (fd > 2) sys::Close(fd);
+}
+
 int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real) {
   int ours[5] = {__atomic_load_n(&g.log_fd, __ATOMIC_RELAXED),
                  __atomic_load_n(&sys::g_log_fd, __ATOMIC_RELAXED),

@@ -503,6 +503,11 @@ void RecordHeap(uint64_t live_bytes);
 bool IsTracerFd(int fd);
 // Before a dup2/dup3 onto `fd`: if it is ours, move ours elsewhere first.
 void ProtectFd(int fd);
+// The program replaced its stderr (dup2 onto 2: a daemon pointing 0 to 2
+// at /dev/null, a shell's `2>file`; close_range over it): our copy of it
+// is closed, and our lines go nowhere from now on. Kept, it held the caller's pipe open for as long
+// as a daemon lived (`tracewrap -- memcached -d | cat` never ended).
+void StderrGone();
 // close_range(lo, hi, flags) that skips the tracer's descriptors.
 using CloseRangeFn = int (*)(unsigned, unsigned, int);
 int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real);

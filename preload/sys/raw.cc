@@ -115,7 +115,7 @@ Line& Line::Bytes(uint64_t b) {
   return Str(" MB");
 }
 
-int g_log_fd = 2;
+GT_FORK_HOT int g_log_fd = 2;  // (a shell's fork child may close it: StderrGone)
 
 // Our lines go to the program's stderr, which may be a pipe whose reader is
 // gone (`prog 2>&1 | head -1`): writing there raises SIGPIPE, whose default

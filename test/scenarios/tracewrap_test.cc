@@ -365,6 +365,25 @@ TEST_CASE("tracewrap: INT sent to tracewrap's pid reaches the program", "[tracew
   CHECK(r.out == "interrupted\nstatus 9\n");
 }
 
+TEST_CASE("tracewrap: a daemon that points its stderr elsewhere does not hold the caller's pipe",
+          "[tracewrap]") {
+  // The tracer's copy of stderr (H27) stayed open in a process that had
+  // redirected its own: `tracewrap -- memcached -d 2>&1 | cat` waited for as
+  // long as the daemon lived. Here the daemon is a background subshell that
+  // points its 1 and 2 at /dev/null, then sleeps 2 s and leaves a marker:
+  // `cat` must end first.
+  TempDir dir;
+  const std::string marker = dir.File("marker");
+  const std::string daemon = "(exec >/dev/null 2>&1; sleep 2; touch " + marker + ") & echo started";
+  const std::string cmd = kTracewrap + " -q -o " + dir.File("d.trace") + " -- sh -c '" + daemon +
+                          "' 2>&1 | cat; test -e " + marker + " && echo late || echo early";
+  const ProcResult r = RunProcess({"/bin/sh", "-c", cmd});
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "started\nearly\n");
+  for (int i = 0; i < 50 && !fs::exists(marker); ++i) usleep(100 * 1000);  // (let it finish)
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
