@@ -1053,7 +1053,11 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // gets them itself; we wait for it. Signals sent to us are passed on,
   // INT and QUIT too (ForwardSent). Where they were ignored (a background
   // job of a script), they stay ignored.
-  struct sigaction sent {}, fwd {}, old_int {}, old_quit {}, old_fwd[5];
+  struct sigaction old_int {};
+  struct sigaction old_quit {};
+  struct sigaction old_fwd[5];
+  struct sigaction sent {};
+  struct sigaction fwd {};
   sent.sa_sigaction = ForwardSent;
   sent.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sent.sa_mask);

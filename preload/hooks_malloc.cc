@@ -341,7 +341,8 @@ constexpr uint64_t kStepPermille = 10;            // ... and at least 1% of the 
 constexpr uint64_t kSampleGapUs = 100;            // per thread, between its samples
 
 // (On g's first page: a fork child's frees fold into them. GT_FORK_HOT.)
-alignas(64) GT_FORK_HOT std::atomic<int64_t> g_live{0};   // baseline + folded deltas (may dip below 0)
+// g_live: baseline + folded deltas (may dip below 0).
+alignas(64) GT_FORK_HOT std::atomic<int64_t> g_live{0};
 alignas(64) GT_FORK_HOT std::atomic<uint64_t> g_last{0};  // the last sample recorded
 alignas(64) GT_FORK_HOT std::atomic<uint64_t> g_peak{0};  // the highest total since the last sample
 uint64_t g_gap_ticks = 0;                      // kSampleGapUs in TSC ticks

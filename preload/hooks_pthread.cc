@@ -75,7 +75,8 @@ StackHint StackOf(const pthread_attr_t* attr) {
   size_t size = 0;
   // (Without a stack of the program's, glibc's answer is 0 - size: its
   // top is 0.)
-  if (pthread_attr_getstack(attr, &addr, &size) == 0 && reinterpret_cast<uintptr_t>(addr) + size != 0) {
+  if (pthread_attr_getstack(attr, &addr, &size) == 0 &&
+      reinterpret_cast<uintptr_t>(addr) + size != 0) {
     h.user_lo = reinterpret_cast<uintptr_t>(addr);
     h.size = size;
   } else if (pthread_attr_getstacksize(attr, &size) == 0) {

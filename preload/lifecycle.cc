@@ -1794,7 +1794,8 @@ void AtForkChild() {
   // (it was lost: no trace, no entry, and its end wrote one more entry
   // under the middle process's pid).
   const Phase phase = g.phase.load(std::memory_order_acquire);
-  const bool pending_parent = phase == Phase::kShutdown && g.fork_log_pending.load(std::memory_order_acquire);
+  const bool pending_parent =
+      phase == Phase::kShutdown && g.fork_log_pending.load(std::memory_order_acquire);
   if (phase != Phase::kReady && !pending_parent) return;
   if (phase == Phase::kReady) {
     Unbind();

@@ -79,7 +79,8 @@ std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
 GT_LARGE_BSS std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 uint32_t g_max_threads = kMaxThreads;  // records the pool has room for (PoolInit)
-size_t g_depot_slots = size_t{1} << 20;  // the stack depot's size (PoolInit: an address-space limit)
+size_t g_depot_slots =
+    size_t{1} << 20;  // the stack depot's size (PoolInit: an address-space limit)
 size_t g_depot_pc_bytes = size_t{64} << 20;
 
 uint8_t* PoolBase() { return g_region + 2 * size_t{g.slot_bytes}; }
@@ -110,7 +111,8 @@ bool PoolInit(size_t buffer_kb) {
     constexpr size_t kPerSlot = unwind::StackDepot::kBytesPerSlot;
     while (g_depot_slots > 4096 && g_depot_slots * kPerSlot > depot / 3) g_depot_slots >>= 1;
     const size_t rest = depot > g_depot_slots * kPerSlot ? depot - g_depot_slots * kPerSlot : 0;
-    g_depot_pc_bytes = std::clamp<size_t>(rest & ~size_t{4095}, size_t{256} << 10, g_depot_pc_bytes);
+    g_depot_pc_bytes =
+        std::clamp<size_t>(rest & ~size_t{4095}, size_t{256} << 10, g_depot_pc_bytes);
   }
   g_region_bytes = 2 * size_t{g.slot_bytes} + g_pool_stride * g_max_threads;
   // A fork child replaces all of it before use (PoolResetIfForked).

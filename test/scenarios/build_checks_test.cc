@@ -106,7 +106,8 @@ std::pair<uint64_t, uint64_t> SectionRange(const std::string& readelf, const std
 }
 
 // Each name's address is in [lo, hi).
-void CheckIn(const std::string& nm, std::initializer_list<const char*> names, uint64_t lo, uint64_t hi) {
+void CheckIn(const std::string& nm, std::initializer_list<const char*> names, uint64_t lo,
+             uint64_t hi) {
   for (const char* fn : names) {
     INFO(fn);
     const std::regex sym("(^|\n)([0-9a-f]+) [tTwW] " + std::string(fn) + "(\n|$)");
@@ -131,12 +132,13 @@ TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB wi
   CHECK(lo >> 16 == (hi - 1) >> 16);
   ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
   REQUIRE(nm.Exited(0));
-  CheckIn(nm.out,
-          {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
-           "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
-           "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc",
-           "_ZN7gotrace11SkipTracingEPKcPKPc", "gotrace_fini"},
-          lo, hi);
+  CheckIn(
+      nm.out,
+      {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
+       "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
+       "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc",
+       "_ZN7gotrace11SkipTracingEPKcPKPc", "gotrace_fini"},
+      lo, hi);
 }
 
 TEST_CASE("libgotrace.so: what a quiet command runs from start to exit is in two 64 KiB windows",
@@ -157,8 +159,8 @@ TEST_CASE("libgotrace.so: what a quiet command runs from start to exit is in two
   ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
   REQUIRE(nm.Exited(0));
   CheckIn(nm.out,
-          {"_ZN7gotrace12_GLOBAL__N_14InitEiPPcS2_", "_ZN7gotrace10ReadConfigEPNS_6ConfigE", "atexit",
-           "pthread_atfork", "read", "write", "fread_unlocked", "getdelim"},
+          {"_ZN7gotrace12_GLOBAL__N_14InitEiPPcS2_", "_ZN7gotrace10ReadConfigEPNS_6ConfigE",
+           "atexit", "pthread_atfork", "read", "write", "fread_unlocked", "getdelim"},
           fork_lo, hi);
   ProcResult dyn = RunProcess({"readelf", "-d", "-W", PreloadLib()});
   REQUIRE(dyn.Exited(0));

@@ -482,13 +482,15 @@ TEST_CASE("a fork child that ends before recording anything is listed with how i
   int main_pid = 0, middle = 0, grandchild = 0;
   pids >> main_pid >> middle >> grandchild;
   REQUIRE(grandchild > 0);
-  const std::string mid = "\"pid\": " + std::to_string(middle) + ", \"ppid\": " + std::to_string(main_pid) + ",";
+  const std::string mid =
+      "\"pid\": " + std::to_string(middle) + ", \"ppid\": " + std::to_string(main_pid) + ",";
   const std::string grand =
       "\"pid\": " + std::to_string(grandchild) + ", \"ppid\": " + std::to_string(middle) + ",";
   CHECK(Occurrences(index, "\"pid\": " + std::to_string(middle) + ",") == 1);
   CHECK(index.find(mid) != std::string::npos);
   REQUIRE(index.find(grand) != std::string::npos);
-  const std::string row = index.substr(index.find(grand), index.find('\n', index.find(grand)) - index.find(grand));
+  const std::string row =
+      index.substr(index.find(grand), index.find('\n', index.find(grand)) - index.find(grand));
   INFO(row);
   CHECK(row.find("\"exit\": {\"code\":3},") != std::string::npos);
   CHECK(row.find("\"trace\": \"q.trace." + std::to_string(grandchild) + "\"") != std::string::npos);

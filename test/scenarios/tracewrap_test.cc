@@ -531,8 +531,10 @@ TEST_CASE("tracewrap: under an address-space limit (ulimit -v) a program is stil
   CHECK(t.Count("GoSleep") == 1);
 }
 
-TEST_CASE("tracewrap: under an address-space limit the tracer takes at most 3/16 of it, and no malloc arenas",
-          "[tracewrap]") {
+TEST_CASE(
+    "tracewrap: under an address-space limit the tracer takes at most 3/16 of it, and no malloc "
+    "arenas",
+    "[tracewrap]") {
   // Threads that never called malloc each took a malloc arena (64 MiB of
   // address space) when they freed the tracer's start context or asked
   // pthread_getattr_np for their stack; the stack depot reserved 100 MiB
@@ -541,7 +543,8 @@ TEST_CASE("tracewrap: under an address-space limit the tracer takes at most 3/16
   // sixteenth; the rest (rings, tables, the library) is a few MiB.
   TempDir dir;
   const long limit_kb = 200000;
-  const std::string cmd = "ulimit -v " + std::to_string(limit_kb) + " && exec " + Scenario("as_limit");
+  const std::string cmd =
+      "ulimit -v " + std::to_string(limit_kb) + " && exec " + Scenario("as_limit");
   const ProcResult plain = RunProcess({"/bin/sh", "-c", cmd});
   INFO(plain.Describe() << "\n" << plain.err);
   REQUIRE(plain.Exited(0));
@@ -642,7 +645,8 @@ TEST_CASE("tracewrap: usage, bad options and values", "[tracewrap]") {
       {{"--events", "sync,"}, "--events: ''"},
       {{"-o", "no/such/dir/x.trace"}, "directory 'no/such/dir' does not exist"},
       {{"-o", "out/"}, "names a directory"},
-      {{"-o", dir.path()}, "names a directory; give a file name (e.g. " + dir.path() + "/run.trace)"},
+      {{"-o", dir.path()},
+       "names a directory; give a file name (e.g. " + dir.path() + "/run.trace)"},
       {{"--depth"}, "option '--depth' needs a value"},
       {{"--depth="}, "option '--depth' needs a value"},
       {{"-o", ""}, "option '-o' needs a value"},
