@@ -81,6 +81,7 @@ StackHint StackOf(const pthread_attr_t* attr) {
     h.size = size;
   } else if (pthread_attr_getstacksize(attr, &size) == 0) {
     h.size = size;
+    if (pthread_attr_getguardsize(attr, &h.guard) != 0) h.guard = 0;
   }
   if (attr == &def) pthread_attr_destroy(&def);
   return h;

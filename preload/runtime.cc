@@ -985,7 +985,8 @@ namespace internal {
 // creator's attributes. glibc maps a stack block of the size asked for
 // (the guard pages below it, at the block's bottom) and puts the thread's
 // descriptor, pthread_self(), in its last page: the block ends at that
-// page's end. One page is left off the bottom for the guard's rounding.
+// page's end. The guard's size and a page more are left off the bottom
+// (glibc before 2.27 counted the guard in the size; rounding).
 // False (pthread_getattr_np decides) if the stack pointer is not inside.
 bool StackBoundsFromHint(ThreadRec* r) {
   const StackHint h = t_stack_hint;
@@ -997,8 +998,9 @@ bool StackBoundsFromHint(ThreadRec* r) {
     hi = h.user_lo + h.size;
   } else {
     hi = (static_cast<uintptr_t>(pthread_self()) | 4095) + 1;
-    if (h.size <= 2 * 4096 || hi < h.size) return false;
-    lo = hi - h.size + 4096;
+    const size_t off = h.guard + 4096;
+    if (h.size <= off + 4096 || hi < h.size) return false;
+    lo = hi - h.size + off;
   }
   const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   if (sp < lo || sp >= hi) return false;

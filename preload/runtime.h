@@ -275,6 +275,7 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
 struct StackHint {
   uintptr_t user_lo = 0;  // the program's own stack: its lowest address, or 0
   size_t size = 0;        // its size, or glibc's stack block's (0: unknown)
+  size_t guard = 0;       // its guard's size (glibc's stack)
 };
 void SetStackHint(const StackHint& h);
 // A fork child's log, started at its first recording hook rather than at
