@@ -57,9 +57,9 @@ uint64_t Obj(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 // --- Thread creation --------------------------------------------------------
 
 struct StartContext {
-  void* (*fn)(void*);
-  void* arg;
-  uint64_t create_id;
+  void* (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+  uint64_t create_id = 0;
   StackHint stack;
 };
 
@@ -95,9 +95,9 @@ StackHint StackOf(const pthread_attr_t* attr) {
 // pool, claimed and released with one atomic each; malloc only when all are
 // in flight (as many threads created and not yet started).
 constexpr uint32_t kContexts = 256;
-GT_LARGE_BSS StartContext g_contexts[kContexts];
-GT_LARGE_BSS std::atomic<uint8_t> g_context_busy[kContexts];
-std::atomic<uint32_t> g_context_next{0};
+constinit GT_LARGE_BSS StartContext g_contexts[kContexts];
+constinit GT_LARGE_BSS std::atomic<uint8_t> g_context_busy[kContexts];
+constinit std::atomic<uint32_t> g_context_next{0};
 
 StartContext* NewContext() {
   const uint32_t from = g_context_next.fetch_add(1, std::memory_order_relaxed);

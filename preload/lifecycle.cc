@@ -280,6 +280,21 @@ void LogNameFor(const char* trace, unsigned n, char* out, size_t cap) {
   l.Str(".gtlog");
 }
 
+// The run's log directory is gone because the run is over (its marker is
+// gone too): a process that makes its log only now (a daemon started with
+// `setsid -f` or start-stop-daemon, exec'd after the launcher finished; a
+// staged process that turns out worth a trace late) is on its own, as any
+// process that outlives its run: its log goes next to its trace, which it
+// writes itself when it ends (Finalize). It said "cannot create ...;
+// tracing is off" and was in no trace and no index.
+bool RunOverBeforeLog() {
+  if (!g.config.defer || g.config.log_dir[0] == '\0') return false;
+  if (sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.config.defer_path), F_OK, 0) == 0)
+    return false;
+  g.config.log_dir[0] = '\0';
+  return true;
+}
+
 bool OpenLog() {
   // A relative trace name in a working directory that was removed (getcwd
   // failed at the start): not a path from the root.
@@ -299,6 +314,10 @@ bool OpenLog() {
     LogNameFor(g.out_path, n, g.log_path, sizeof g.log_path);
     const long fd = sys::OpenAt(-100, g.log_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd == -EEXIST) continue;
+    if (fd == -ENOENT && RunOverBeforeLog()) {
+      n = ~0u;  // (the loop's ++ makes it 0: the same names, next to the trace)
+      continue;
+    }
     if (fd < 0) {
       char buf[1400];
       sys::Line m(buf, sizeof buf);

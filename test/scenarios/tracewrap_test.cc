@@ -384,6 +384,46 @@ TEST_CASE("tracewrap: a daemon that points its stderr elsewhere does not hold th
   for (int i = 0; i < 50 && !fs::exists(marker); ++i) usleep(100 * 1000);  // (let it finish)
 }
 
+TEST_CASE("tracewrap: a daemon exec'd after the run ended writes its own trace", "[tracewrap]") {
+  // `setsid -f` returns at once: the run ends, its log directory goes, and
+  // the daemon, exec'd half a second later, could not make its log ("cannot
+  // create ...; tracing is off"): no trace. It makes it next to its trace
+  // now, and writes the trace itself when it ends.
+  if (access("/usr/bin/setsid", X_OK) != 0) {
+    WARN("skipped: needs setsid");
+    return;
+  }
+  TempDir dir;
+  const ProcResult r = Wrap({"-q", "-o", dir.File("s.trace"), "--", "/usr/bin/setsid", "-f", "/bin/sh",
+                             "-c", "sleep 0.5; exec " + Scenario("sleepers")},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  // The daemon's trace (after sh's image: the sleepers' 45 sleeps), once no
+  // log is left; its `sleep 0.5` has a trace of its own.
+  std::string trace, listing;
+  for (int i = 0; i < 150 && trace.empty(); ++i) {
+    usleep(100 * 1000);
+    std::vector<std::string> found;
+    bool logs = false;
+    listing.clear();
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      const std::string n = e.path().filename().string();
+      listing += n + "\n";
+      if (n.find(".gtlog") != std::string::npos) logs = true;
+      if (n.rfind("s.trace.", 0) == 0 && n.find_first_not_of("0123456789", 8) == std::string::npos)
+        found.push_back(e.path().string());
+    }
+    for (const std::string& f : found) {
+      const ParsedTrace t = ParseWithGo(f);
+      if (!logs && t.ok && t.Count("GoSleep") >= 45) trace = f;
+    }
+  }
+  INFO(listing);
+  CHECK_THAT(r.err, !Catch::Contains("tracing is off"));
+  REQUIRE_FALSE(trace.empty());
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
