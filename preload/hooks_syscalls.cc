@@ -36,9 +36,41 @@
 namespace gotrace {
 namespace {
 
+// Problem (issue 18): a fork child's log starts at its first recorded call,
+// and a shell's fork child records the open, dup2 and close of each
+// redirection before it execs: the log's start (the region, the thread's
+// record, the log's state) was 130 us of every such fork here, for records
+// dropped with the child as quiet at its exec. In a fork child that has
+// recorded nothing yet, a system call that cannot wait for long (a file's,
+// not a pipe's, socket's or child's) is timed first, and starts the log and
+// is recorded only if it took as long as makes a process worth a trace
+// (the quiet threshold, 1 ms); shorter ones are not in the child's trace
+// (README). Its errno is the call's.
+template <typename Call>
+GT_NOINLINE auto PendingForkCall(const void* frame, WaitKind kind, log::FdClass cls, uint64_t obj,
+                                 long sysno, Call call) -> decltype(call()) {
+  const uint32_t cpu0 = sys::CurrentCpu();
+  const Tick t0 = sys::Ticks();
+  auto ret = call();
+  const Tick d = sys::Ticks() - t0;
+  if (GT_LIKELY(d < g.quiet_io_ticks)) return ret;
+  const int saved = errno;
+  {
+    HookScope scope(kGroupIo);  // starts the child's log
+    if (scope.active()) RecordSyscallAt(scope, kind, cls, obj, static_cast<uint64_t>(sysno), frame, t0, cpu0, d);
+  }
+  errno = saved;
+  return ret;
+}
+
 // The I/O on one descriptor: network or system call by its class.
 template <typename Call>
 GT_ALWAYS_INLINE auto OnFd(const void* frame, int fd, long sysno, Call call) -> decltype(call()) {
+  if (ForkLogPending() && (g.events & kGroupIo) != 0 && t_state.depth == 0) {
+    const log::FdClass cls = fdclass::Get(fd);
+    if (!fdclass::IsNet(cls))
+      return PendingForkCall(frame, WaitKind::kSyscall, cls, static_cast<uint64_t>(fd), sysno, call);
+  }
   HookScope scope(kGroupIo);
   if (!scope.active()) return call();
   const log::FdClass cls = fdclass::Get(fd);
@@ -58,6 +90,9 @@ GT_ALWAYS_INLINE auto OnFd(const void* frame, int fd, long sysno, Call call) -> 
 template <typename Call>
 GT_ALWAYS_INLINE auto OnWait(const void* frame, WaitKind kind, uint64_t obj, long sysno,
                              Call call) -> decltype(call()) {
+  if (ForkLogPending() && kind == WaitKind::kSyscall && !log::IsChildWaitCall(static_cast<uint64_t>(sysno)) &&
+      (g.events & kGroupIo) != 0 && t_state.depth == 0)
+    return PendingForkCall(frame, kind, log::FdClass::kUnknown, obj, sysno, call);
   HookScope scope(kGroupIo);
   if (!scope.active()) return call();
   if (GT_UNLIKELY(g.staged.load(std::memory_order_relaxed))) MaterializeIfWouldBlock(-1, sysno);

@@ -1787,6 +1787,20 @@ void SyscallRecorder::End() {
   }
 }
 
+void RecordSyscallAt(const HookScope& s, WaitKind kind, log::FdClass cls, uint64_t obj,
+                     uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0, Tick d) {
+  ThreadRec* r = s.rec();
+  if (r == nullptr) return;
+  if (d >= g.quiet_io_ticks && !log::IsChildWaitCall(sysno)) Materialize();
+  const uint32_t stack =
+      d >= g.stack_min_ticks && !g.staged.load(std::memory_order_relaxed) ? CaptureStack(s, frame, t0) : 0;
+  if (Reserve(r, log::kMaxFixedRecordBytes)) {
+    r->s.w.Wait(t0, cpu0, kind, static_cast<uint64_t>(cls) << log::kWaitFdClassShift, obj, sysno, d,
+                sys::CurrentCpu(), stack);
+    Commit(r);
+  }
+}
+
 void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,
                    uint32_t cpu, const void* frame) {
   const uint32_t stack = CaptureStack(s, frame, t);

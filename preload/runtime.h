@@ -480,6 +480,18 @@ class SyscallRecorder {
   uint32_t cpu0_;
 };
 
+// A system call already made, `d` ticks from t0 on cpu0, recorded as End
+// would have (a pending fork child's probe: see hooks_syscalls.cc).
+void RecordSyscallAt(const HookScope& s, WaitKind kind, log::FdClass cls, uint64_t obj,
+                     uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0, Tick d);
+
+// A fork child that has recorded nothing yet: its log starts at its first
+// recorded call (StartForkChildLog).
+GT_ALWAYS_INLINE bool ForkLogPending() {
+  return GT_UNLIKELY(g.bind.load(std::memory_order_relaxed) == 0) &&
+         g.fork_log_pending.load(std::memory_order_relaxed);
+}
+
 // The CPU time the kernel counted for thread `tid` of this process (ns; 0
 // if unknown). A system call: about 1.6 us on the VM this was measured on.
 uint64_t ThreadCpuNs(uint32_t tid);

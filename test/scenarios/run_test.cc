@@ -412,19 +412,22 @@ TEST_CASE("a thread's last chunk after many: no record is said to be torn", "[ru
 TEST_CASE("a fork child's log starts at its first record, its process at the fork", "[run]") {
   TempDir dir;
   // The subshell computes for 100 ms without an interposed call (bash
-  // arithmetic on $EPOCHREALTIME, read through the vDSO), then opens a file:
-  // its first record, which starts its log (AtForkChild leaves it pending).
-  // Its time in the index must still run from the fork: at least the loop.
+  // arithmetic on $EPOCHREALTIME, read through the vDSO), opens a file (a
+  // short call: not recorded while nothing else is), then waits for a
+  // command: its first record, which starts its log (AtForkChild leaves it
+  // pending). Its time in the index must still run from the fork: at least
+  // the loop.
   const std::string script =
       "( s=$EPOCHREALTIME; while (( ${EPOCHREALTIME/./} - ${s/./} < 100000 )); do :; done; "
-      "echo x > f.txt ); /bin/true";
+      "echo x > f.txt; /bin/sleep 0.01; : ); /bin/true";
   const ProcResult r = Wrap({"-q", "-o", dir.File("f.trace"), "--", "/bin/bash", "-c", script}, dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("f.trace.index.json"));
   INFO(index);
-  // bash, its subshell, and bash's last command exec'd in place.
-  REQUIRE(Occurrences(index, "\"pid\": ") == 3);
+  // bash, its subshell, the subshell's sleep, and bash's last command exec'd
+  // in place.
+  REQUIRE(Occurrences(index, "\"pid\": ") == 4);
   // The subshell never exec'd: no command line of its own.
   const size_t at = index.find("\"argv\": [], ");
   REQUIRE(at != std::string::npos);
@@ -432,9 +435,33 @@ TEST_CASE("a fork child's log starts at its first record, its process at the for
   REQUIRE(d != std::string::npos);
   const uint64_t ns = std::stoull(index.substr(d + 15));
   CHECK(ns >= 95'000'000);  // (the loop reads the wall clock, the index the monotonic one)
-  // It recorded something (the open), so it has a log of its own.
+  // It recorded something (the wait), so it has a log of its own.
   const std::string entry = index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
   CHECK(entry.find("\"records\": 0}") == std::string::npos);
+}
+
+TEST_CASE("a fork child's short file calls before anything else are not recorded (a shell's redirections)",
+          "[run]") {
+  // A shell's fork child opens, dup2s and closes each redirection before it
+  // execs: those opens made the child's log (130 us a fork here) for
+  // records dropped with it. Now a file's call shorter than the quiet
+  // threshold in a child that recorded nothing is timed, not recorded; the
+  // subshell below is listed with no records and no log of its own.
+  TempDir dir;
+  const ProcResult r = Wrap({"-q", "-o", dir.File("r.trace"), "--", "/bin/bash", "-c",
+                             "( echo x > f.txt; echo y >> f.txt ); /bin/true"},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(Slurp(dir.File("f.txt")) == "x\ny\n");
+  const std::string index = Slurp(dir.File("r.trace.index.json"));
+  INFO(index);
+  REQUIRE(Occurrences(index, "\"pid\": ") == 3);  // bash, the subshell, true exec'd in place
+  const size_t at = index.find("\"argv\": [], ");
+  REQUIRE(at != std::string::npos);
+  const std::string entry = index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
+  CHECK(entry.find("\"trace\": null") != std::string::npos);
+  CHECK(entry.find("\"records\": 0}") != std::string::npos);
 }
 
 TEST_CASE("a worker forked without exec is listed by its command line as it rewrote it", "[run]") {
