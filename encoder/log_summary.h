@@ -37,6 +37,7 @@ struct LogSummary {
   // Not traced: an exec of a program learned quiet (log::kQuietSkipped);
   // its end is its reaping, end_ns 0 until the launcher finds it.
   bool skipped = false;
+  bool foreign = false;  // skipped because LD_PRELOAD cannot reach it (log::kQuietForeign)
   uint32_t threads = 0;
   uint64_t records = 0;
   // What makes a process worth a trace (README, "Tracing whole CI jobs"):

@@ -59,6 +59,8 @@ inline constexpr uint32_t kQuietDescendant = 1;  // not the launcher's own child
 inline constexpr uint32_t kQuietForked = 2;      // an image that began at a fork (no exec)
 inline constexpr uint32_t kQuietSkipped = 4;     // not traced: learned quiet (written by its exec'er)
 inline constexpr uint32_t kQuietRetract = 8;     // the kQuietSkipped entry of (pid, image): exec failed
+inline constexpr uint32_t kQuietForeign = 16;    // with kQuietSkipped: a static program or another
+                                                 // ELF class, which LD_PRELOAD cannot reach
 // QuietHeader::exit_status when the process could not tell (a signal that
 // killed it outright is its parent's to say).
 inline constexpr uint64_t kQuietNoStatus = ~uint64_t{0};

@@ -446,6 +446,9 @@ std::string FileCaps(const std::string& path) {
   return out.empty() ? "=" : out;
 }
 
+// This program's ELF header.
+extern "C" const char __ehdr_start[] __attribute__((visibility("hidden")));
+
 void CheckProgram(const std::string& path, bool force) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
@@ -466,6 +469,21 @@ void CheckProgram(const std::string& path, bool force) {
     return;
   }
   const bool elf = magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+  // A program of another class or machine than the library (a 32-bit
+  // build): its loader cannot load libgotrace.so and said so on the
+  // program's stderr ("wrong ELF class: ELFCLASS64"), then we said it
+  // recorded nothing.
+  unsigned char ident[20] = {};
+  if (elf && pread(fd, ident, sizeof ident, 0) == static_cast<ssize_t>(sizeof ident)) {
+    const auto* ours = reinterpret_cast<const unsigned char*>(&__ehdr_start);
+    if (ident[EI_CLASS] != ours[EI_CLASS] || ident[EI_DATA] != ours[EI_DATA] ||
+        std::memcmp(ident + 18, ours + 18, 2) != 0) {  // e_machine
+      close(fd);
+      Die(2, path + " is " + (ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "another machine's") +
+                 " program: LD_PRELOAD cannot load this libgotrace.so into it, so it cannot be "
+                 "traced (or use --force to run it untraced)");
+    }
+  }
   // H28: without PT_INTERP no dynamic loader runs and LD_PRELOAD is ignored.
   if (elf && ElfHasInterp(fd) == 0) {
     close(fd);

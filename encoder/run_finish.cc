@@ -501,6 +501,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       }
       m.child_exits = std::move(e.children);
       m.skipped = skipped;
+      m.foreign = skipped && (e.h.flags & log::kQuietForeign) != 0;
       if (skipped) m.end_ns = 0;  // its reaping, found below
       m.threads = skipped ? 0 : 1;
       m.records = e.h.records;
@@ -580,11 +581,15 @@ int FinishRun(const GotraceFinishRequest& req) {
   };
 
   // Lines.
-  int traces = 0, quiet = 0, killed_traces = 0, skipped = 0;
-  std::vector<const Item*> quiet_items, skipped_items;
+  int traces = 0, quiet = 0, killed_traces = 0, skipped = 0, foreign = 0;
+  std::vector<const Item*> quiet_items, skipped_items, foreign_items;
   for (const Item& it : items) {
     if (it.encoded) ++traces;
-    if (it.sum.skipped) {  // quiet too (no trace), counted apart
+    if (it.sum.foreign) {  // not traced: LD_PRELOAD cannot reach it
+      ++skipped;
+      ++foreign;
+      foreign_items.push_back(&it);
+    } else if (it.sum.skipped) {  // quiet too (no trace), counted apart
       ++skipped;
       skipped_items.push_back(&it);
     } else if (it.quiet) {
@@ -741,9 +746,13 @@ int FinishRun(const GotraceFinishRequest& req) {
       std::stable_sort(shown_procs.begin(), shown_procs.end(), [](const Item* a, const Item* b) {
         return a->stats.events > b->stats.events;
       });
-      const std::string not_traced =
-          skipped == 0 ? std::string()
-                       : ", " + std::to_string(skipped) + " not traced (programs quiet twice before; --every-process traces them)";
+      std::string not_traced;
+      if (skipped > foreign)
+        not_traced = ", " + std::to_string(skipped - foreign) +
+                     " not traced (programs quiet twice before; --every-process traces them)";
+      if (foreign > 0)
+        not_traced += ", " + std::to_string(foreign) +
+                      " not traceable (static, or of another ELF class: LD_PRELOAD cannot reach them)";
       std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s%s\n",
                    prog, procs.size(), traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
@@ -780,6 +789,8 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!quiet_items.empty()) std::fprintf(stderr, "  quiet: %s\n", by_name(quiet_items).c_str());
       if (!skipped_items.empty())
         std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
+      if (!foreign_items.empty())
+        std::fprintf(stderr, "  not traceable: %s\n", by_name(foreign_items).c_str());
     } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp);
                !windows.empty()) {
       // Recording paused (--paused, --ctl): the windows are the run's traces,

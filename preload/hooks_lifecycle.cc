@@ -14,6 +14,7 @@
 // at exit.
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -180,23 +181,77 @@ bool MayExecSearch(const char* file, char* buf, size_t n, const char** found) {
   }
 }
 
+extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+// Problem: the loader preloads our library only into a dynamically linked
+// program of its own class and machine. A 32-bit program got "ERROR:
+// ld.so: object ... from LD_PRELOAD cannot be preloaded (wrong ELF class:
+// ELFCLASS64): ignored" on its stderr, which the program's output then
+// differed by; a static one (busybox, or run through `#!/bin/busybox sh`)
+// ran untraced and said nothing. Whether `path` (a script: its
+// interpreter, two levels deep, as the kernel allows more) is such a
+// program: an ELF of our class and machine with an interpreter (PT_INTERP).
+// Anything it cannot read or tell is taken as preloadable. Raw system calls:
+// a shell's fork child runs this before each exec.
+bool Preloadable(const char* path, int depth = 0) {
+  if (path == nullptr || depth > 2) return true;
+  const long fd = sys::OpenAt(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return true;
+  alignas(8) char head[256];
+  const long n = sys::Pread(static_cast<int>(fd), head, sizeof head - 1, 0);
+  bool ok = true;
+  if (n >= 2 && head[0] == '#' && head[1] == '!') {
+    head[n] = '\0';
+    char* p = head + 2;
+    while (*p == ' ' || *p == '\t') ++p;
+    char* end = p;
+    while (*end != '\0' && *end != ' ' && *end != '\t' && *end != '\n') ++end;
+    *end = '\0';
+    sys::Close(static_cast<int>(fd));
+    return *p != '/' || Preloadable(p, depth + 1);
+  }
+  if (n >= static_cast<long>(sizeof(ElfW(Ehdr))) && memcmp(head, ELFMAG, SELFMAG) == 0) {
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(head);
+    if (eh->e_ident[EI_CLASS] != __ehdr_start.e_ident[EI_CLASS] || eh->e_machine != __ehdr_start.e_machine) {
+      ok = false;
+    } else if (eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phnum > 0 && eh->e_phnum <= 64) {
+      ElfW(Phdr) ph[64];
+      const size_t bytes = sizeof(ElfW(Phdr)) * eh->e_phnum;
+      if (sys::Pread(static_cast<int>(fd), ph, bytes, static_cast<long>(eh->e_phoff)) == static_cast<long>(bytes)) {
+        ok = false;
+        for (int i = 0; i < eh->e_phnum; ++i)
+          if (ph[i].p_type == PT_INTERP) ok = true;
+      }
+    }
+  }
+  sys::Close(static_cast<int>(fd));
+  return ok;
+}
+
 // What an exec of `file` (execvp's search when `search`) is to run: whether
 // it may succeed, and, when the run may leave it untraced (issue 18,
-// preload/learn.h), its absolute path (else nullptr: no look-up is made).
+// preload/learn.h), its absolute path (else nullptr: no look-up is made);
+// whether our library can be preloaded into it (Preloadable).
 struct ExecTarget {
   bool may_succeed;
   const char* learn_path;
+  bool preloadable = true;
 };
 ExecTarget Target(const char* file, bool search, char* buf, size_t n) {
-  if (!search) return {MayExec(file), gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr};
+  if (!search) {
+    const bool ok = MayExec(file);
+    return {ok, gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr, !ok || Preloadable(file)};
+  }
   const char* found;
   const bool ok = MayExecSearch(file, buf, n, &found);
-  return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr};
+  const bool preloadable = !ok || found == nullptr || Preloadable(found);
+  return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr, preloadable};
 }
 
-// A spawned program's path for the learn table, or nullptr.
-const char* SpawnTarget(const char* file, bool search, char* buf, size_t n) {
-  return gotrace::LearnActive() ? Target(file, search, buf, n).learn_path : nullptr;
+// A spawned program's path for the learn table (or nullptr), and whether
+// it can be preloaded.
+ExecTarget SpawnTarget(const char* file, bool search, char* buf, size_t n) {
+  return Target(file, search, buf, n);
 }
 
 // When the run learned the command quiet, it runs without our library and
@@ -215,7 +270,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   int pid = 0, ppid = 0;
   uint32_t image = 0;
   uint64_t start_ns = 0;
-  if (may_succeed && target != nullptr && gotrace::SkipTracing(target, argv) &&
+  if (may_succeed && (!t.preloadable || (target != nullptr && gotrace::SkipTracing(target, argv))) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     untraced = true;
     child = env.ptrs;
@@ -223,7 +278,8 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     ppid = sys::GetPPid();
     image = gotrace::NextImage(pid);
     start_ns = sys::MonotonicNs();
-    gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietSkipped, target, argv);
+    gotrace::NoteUntraced(pid, ppid, image, start_ns,
+                          log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target, argv);
   } else {
     child = ChildEnv(envp, &env);
   }
@@ -240,15 +296,18 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
 // posix_spawn and posix_spawnp: the child is a new process; it only needs
 // to know its name, or, learned quiet, to run without our library.
 template <typename Spawn>
-int DoSpawn(pid_t* pid, const char* target, char* const* argv, char* const* envp, Spawn spawn) {
+int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spawn spawn) {
   gotrace::NoteMadeChild();
   GT_EXEC_ENV(env, envp);
-  if (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv) &&
+  const char* target = t.learn_path;
+  if ((!t.preloadable || (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv))) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     const uint64_t start_ns = sys::MonotonicNs();
     const int r = spawn(env.ptrs);
     // Raw system calls: errno stays the spawn's.
-    if (r == 0) gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, log::kQuietSkipped, target, argv);
+    if (r == 0 && pid != nullptr)
+      gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns,
+                            log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target, argv);
     return r;
   }
   return spawn(ChildEnv(envp, &env));

@@ -53,12 +53,6 @@ ProcResult WrapJob(const TempDir& dir, const std::string& script, std::vector<st
   return Wrap(opts, dir, env);
 }
 
-size_t Occurrences(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 // The samples of `go tool pprof -traces` (blocks between dashed lines),
 // sorted: each with its value and symbolized frames.
 std::vector<std::string> SortedSamples(const std::string& traces) {

@@ -30,6 +30,13 @@ inline std::string Scenario(const std::string& name) {
 inline std::string PreloadLib() { return std::string(GOTRACE_BUILD_DIR) + "/libgotrace.so"; }
 
 // A file's bytes ("" if it cannot be read).
+// How many times `what` occurs in `text`.
+inline size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 inline std::string Slurp(const std::string& path) {
   std::ifstream f(path);
   return std::string(std::istreambuf_iterator<char>(f), {});

@@ -753,6 +753,53 @@ TEST_CASE("tracewrap: static programs are refused (H28)", "[tracewrap]") {
   }
 }
 
+TEST_CASE("tracewrap: a static or 32-bit program run by a traced one runs untraced, its output unchanged",
+          "[tracewrap]") {
+  // The loader of a 32-bit program printed "ERROR: ld.so: object ... cannot
+  // be preloaded (wrong ELF class: ELFCLASS64): ignored." on its stderr; a
+  // static one (busybox, `#!/bin/busybox sh`) ran untraced, listed nowhere.
+  // The exec hook leaves our library out for them and lists them as not
+  // traceable; tracewrap refuses a 32-bit program as it does a static one.
+  TempDir dir;
+  std::vector<std::string> progs;
+  for (const char* flag : {"-static", "-m32"}) {
+    const std::string p = CompileHello(dir, std::string("hello") + flag, {flag});
+    if (!p.empty()) progs.push_back(p);
+  }
+  if (progs.empty()) {
+    WARN("skipped: cc builds neither a static nor a 32-bit program here");
+    return;
+  }
+  // A script whose interpreter is one of them.
+  const std::string script = dir.File("via-interpreter");
+  {
+    std::ofstream f(script);
+    f << "#!" << progs[0] << "\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  std::string cmd;
+  for (const std::string& p : progs) cmd += p + "; ";
+  cmd += script + "; true";
+  const ProcResult plain = RunProcess({"/bin/sh", "-c", cmd});
+  REQUIRE(plain.Exited(0));
+  const ProcResult r = Wrap({"-o", dir.File("s.trace"), "--", "/bin/sh", "-c", cmd}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == plain.out);
+  CHECK_THAT(r.err, !Catch::Contains("ld.so"));
+  CHECK_THAT(r.err, Catch::Contains(std::to_string(progs.size() + 1) + " not traceable (static, or of another ELF class"));
+  const std::string index = Slurp(dir.File("s.trace.index.json"));
+  INFO(index);
+  CHECK(Occurrences(index, "\"traced\": false") == progs.size() + 1);
+  for (const std::string& p : progs) {
+    if (p.find("-m32") == std::string::npos) continue;
+    const ProcResult root = Wrap({"-o", dir.File("r.trace"), p}, dir);
+    CHECK(root.Exited(2));
+    CHECK_THAT(root.err, Catch::Contains(p + " is a 32-bit program"));
+    CHECK(root.out.empty());
+  }
+}
+
 TEST_CASE("tracewrap: setuid, setgid and capabilities are refused (H29)", "[tracewrap]") {
   TempDir dir;
   const std::string copy = dir.File("sleepers-setid");
