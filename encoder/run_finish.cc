@@ -751,8 +751,9 @@ int FinishRun(const GotraceFinishRequest& req) {
         not_traced = ", " + std::to_string(skipped - foreign) +
                      " not traced (programs quiet twice before; --every-process traces them)";
       if (foreign > 0)
-        not_traced += ", " + std::to_string(foreign) +
-                      " not traceable (static, or of another ELF class: LD_PRELOAD cannot reach them)";
+        not_traced +=
+            ", " + std::to_string(foreign) +
+            " not traceable (static, or of another ELF class: LD_PRELOAD cannot reach them)";
       std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s%s\n",
                    prog, procs.size(), traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());

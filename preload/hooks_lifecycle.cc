@@ -14,13 +14,13 @@
 // at exit.
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
-#include <link.h>
-#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -212,12 +212,14 @@ bool Preloadable(const char* path, int depth = 0) {
   }
   if (n >= static_cast<long>(sizeof(ElfW(Ehdr))) && memcmp(head, ELFMAG, SELFMAG) == 0) {
     const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(head);
-    if (eh->e_ident[EI_CLASS] != __ehdr_start.e_ident[EI_CLASS] || eh->e_machine != __ehdr_start.e_machine) {
+    if (eh->e_ident[EI_CLASS] != __ehdr_start.e_ident[EI_CLASS] ||
+        eh->e_machine != __ehdr_start.e_machine) {
       ok = false;
     } else if (eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phnum > 0 && eh->e_phnum <= 64) {
       ElfW(Phdr) ph[64];
       const size_t bytes = sizeof(ElfW(Phdr)) * eh->e_phnum;
-      if (sys::Pread(static_cast<int>(fd), ph, bytes, static_cast<long>(eh->e_phoff)) == static_cast<long>(bytes)) {
+      if (sys::Pread(static_cast<int>(fd), ph, bytes, static_cast<long>(eh->e_phoff)) ==
+          static_cast<long>(bytes)) {
         ok = false;
         for (int i = 0; i < eh->e_phnum; ++i)
           if (ph[i].p_type == PT_INTERP) ok = true;
@@ -240,7 +242,8 @@ struct ExecTarget {
 ExecTarget Target(const char* file, bool search, char* buf, size_t n) {
   if (!search) {
     const bool ok = MayExec(file);
-    return {ok, gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr, !ok || Preloadable(file)};
+    return {ok, gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr,
+            !ok || Preloadable(file)};
   }
   const char* found;
   const bool ok = MayExecSearch(file, buf, n, &found);
@@ -270,7 +273,8 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   int pid = 0, ppid = 0;
   uint32_t image = 0;
   uint64_t start_ns = 0;
-  if (may_succeed && (!t.preloadable || (target != nullptr && gotrace::SkipTracing(target, argv))) &&
+  if (may_succeed &&
+      (!t.preloadable || (target != nullptr && gotrace::SkipTracing(target, argv))) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     untraced = true;
     child = env.ptrs;
@@ -279,7 +283,8 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     image = gotrace::NextImage(pid);
     start_ns = sys::MonotonicNs();
     gotrace::NoteUntraced(pid, ppid, image, start_ns,
-                          log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target, argv);
+                          log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target,
+                          argv);
   } else {
     child = ChildEnv(envp, &env);
   }
@@ -300,14 +305,16 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
   gotrace::NoteMadeChild();
   GT_EXEC_ENV(env, envp);
   const char* target = t.learn_path;
-  if ((!t.preloadable || (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv))) &&
+  if ((!t.preloadable ||
+       (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv))) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     const uint64_t start_ns = sys::MonotonicNs();
     const int r = spawn(env.ptrs);
     // Raw system calls: errno stays the spawn's.
     if (r == 0 && pid != nullptr)
       gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns,
-                            log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target, argv);
+                            log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target,
+                            argv);
     return r;
   }
   return spawn(ChildEnv(envp, &env));

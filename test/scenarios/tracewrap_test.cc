@@ -753,8 +753,9 @@ TEST_CASE("tracewrap: static programs are refused (H28)", "[tracewrap]") {
   }
 }
 
-TEST_CASE("tracewrap: a static or 32-bit program run by a traced one runs untraced, its output unchanged",
-          "[tracewrap]") {
+TEST_CASE(
+    "tracewrap: a static or 32-bit program run by a traced one runs untraced, its output unchanged",
+    "[tracewrap]") {
   // The loader of a 32-bit program printed "ERROR: ld.so: object ... cannot
   // be preloaded (wrong ELF class: ELFCLASS64): ignored." on its stderr; a
   // static one (busybox, `#!/bin/busybox sh`) ran untraced, listed nowhere.
@@ -787,7 +788,8 @@ TEST_CASE("tracewrap: a static or 32-bit program run by a traced one runs untrac
   REQUIRE(r.Exited(0));
   CHECK(r.out == plain.out);
   CHECK_THAT(r.err, !Catch::Contains("ld.so"));
-  CHECK_THAT(r.err, Catch::Contains(std::to_string(progs.size() + 1) + " not traceable (static, or of another ELF class"));
+  CHECK_THAT(r.err, Catch::Contains(std::to_string(progs.size() + 1) +
+                                    " not traceable (static, or of another ELF class"));
   const std::string index = Slurp(dir.File("s.trace.index.json"));
   INFO(index);
   CHECK(Occurrences(index, "\"traced\": false") == progs.size() + 1);
