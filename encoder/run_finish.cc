@@ -801,6 +801,15 @@ int FinishRun(const GotraceFinishRequest& req) {
         list += (i ? ", " : "") + shown(windows[i]);
       if (windows.size() > 4) list += ", ... (" + std::to_string(windows.size()) + " in all)";
       std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
+    } else if (const char* start = getenv("GOTRACE_START");
+               traces == 0 && start != nullptr && std::strcmp(start, "paused") == 0) {
+      // (The program started paused and no window was opened: nothing was
+      // meant to be recorded; "recorded nothing ... LD_PRELOAD removed"
+      // misled.)
+      std::fprintf(stderr,
+                   "%s: no trace was written: the program started paused and no trace window was "
+                   "opened (gotrace ctl PID start, or --signal, opens one)\n",
+                   prog);
     } else if (traces == 0 && empty_killed == 0 && running == 0 && unwritten == 0) {
       // (A trace that could not be written has its line above, with the
       // command that writes it: it recorded something.)

@@ -234,6 +234,12 @@ TEST_CASE("tracewrap --paused: the end names the windows, the index lists the pr
   INFO(index);
   CHECK(index.find("\"argv\": [\"/bin/sleep\", \"1.2\"]") != std::string::npos);
   CHECK(index.find("\"exit\": {\"code\":0}, \"trace\": null") != std::string::npos);
+  // No window opened: it says so, not that the tracer recorded nothing.
+  const ProcResult n = Wrap({"--paused", "-o", dir.File("n.trace"), "--", "/bin/true"}, dir);
+  INFO(n.err);
+  CHECK(n.Exited(0));
+  CHECK_THAT(n.err, Catch::Contains("the program started paused and no trace window was opened"));
+  CHECK_THAT(n.err, !Catch::Contains("recorded nothing"));
 }
 
 TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs out of memory",
