@@ -59,29 +59,43 @@ void Refuse(const char* what, const char* why) {
   sys::Log(l.c_str());
 }
 
-// The user's private directory: created, or checked if it exists.
-bool OpenPrivateDir() {
+}  // namespace
+
+long control::OpenPrivateDir(char* dir, size_t cap, const char** why, bool xdg) {
   const uint32_t uid = static_cast<uint32_t>(sys::Syscall6(SYS_geteuid));
-  if (!control::DirFor(getenv("XDG_RUNTIME_DIR"), uid, g_dir, sizeof g_dir)) {
-    Refuse("$XDG_RUNTIME_DIR", "is too long for a socket path");
-    return false;
+  if (!control::DirFor(xdg ? getenv("XDG_RUNTIME_DIR") : nullptr, uid, dir, cap)) {
+    *why = "$XDG_RUNTIME_DIR is too long for a socket path";
+    return -1;
   }
-  const long mk = sys::Syscall6(SYS_mkdirat, AT_FDCWD, reinterpret_cast<long>(g_dir), 0700);
+  const long mk = sys::Syscall6(SYS_mkdirat, AT_FDCWD, reinterpret_cast<long>(dir), 0700);
   if (mk != 0 && mk != -EEXIST) {
-    Refuse(g_dir, strerrordesc_np(static_cast<int>(-mk)));
-    return false;
+    *why = strerrordesc_np(static_cast<int>(-mk));
+    return -1;
   }
-  const long fd = sys::OpenAt(AT_FDCWD, g_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+  const long fd = sys::OpenAt(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) {
-    Refuse(g_dir, fd == -ELOOP || fd == -ENOTDIR ? "is not a directory (a symbolic link?)"
-                                                  : strerrordesc_np(static_cast<int>(-fd)));
-    return false;
+    *why = fd == -ELOOP || fd == -ENOTDIR ? "is not a directory (a symbolic link?)"
+                                          : strerrordesc_np(static_cast<int>(-fd));
+    return -1;
   }
   struct stat st {};
   if (sys::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 || !S_ISDIR(st.st_mode) ||
       st.st_uid != uid || (st.st_mode & 077) != 0) {
     sys::Close(static_cast<int>(fd));
-    Refuse(g_dir, "is not a private directory of this user (owner and mode 0700 expected)");
+    *why = "is not a private directory of this user (owner and mode 0700 expected)";
+    return -1;
+  }
+  return fd;
+}
+
+namespace {
+
+// The user's private directory: created, or checked if it exists.
+bool OpenPrivateDir() {
+  const char* why = nullptr;
+  const long fd = control::OpenPrivateDir(g_dir, sizeof g_dir, &why);
+  if (fd < 0) {
+    Refuse(g_dir[0] != '\0' ? g_dir : "the control directory", why);
     return false;
   }
   // High and close-on-exec, like the log (H27).

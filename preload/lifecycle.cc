@@ -295,6 +295,39 @@ bool RunOverBeforeLog() {
   return true;
 }
 
+// A process that cannot create its log next to its trace (a server started
+// by root that gave up its privileges, making its log after its run ended:
+// RunOverBeforeLog) puts both into its user's private directory
+// (/tmp/gotrace-<uid>), once, and says so. It said "cannot create ...;
+// tracing is off".
+bool IntoPrivateDir() {
+  if (g.config.defer && g.config.log_dir[0] != '\0')
+    return false;  // the run's directory: the launcher's
+  static bool tried = false;
+  if (tried) return false;
+  tried = true;
+  const char* why = nullptr;
+  char dir[200];
+  const long fd = control::OpenPrivateDir(dir, sizeof dir, &why, /*xdg=*/false);
+  if (fd < 0) return false;
+  sys::Close(static_cast<int>(fd));
+  char requested[sizeof g.out_path];
+  sys::Line(requested, sizeof requested).Str(g.out_path);
+  const char* base = requested;
+  for (const char* p = requested; *p != '\0'; ++p)
+    if (*p == '/') base = p + 1;
+  sys::Line moved(g.out_path, sizeof g.out_path);
+  moved.Str(dir).Char('/').Str(base);
+  char buf[2600];
+  sys::Line m(buf, sizeof buf);
+  m.Str("cannot write next to ").Str(requested).Str(" (this process runs as user ");
+  m.U64(static_cast<uint64_t>(sys::Syscall6(SYS_geteuid)))
+      .Str(", without permission there); its log and trace go to ");
+  m.Str(g.out_path);
+  sys::Log(m.c_str());
+  return true;
+}
+
 bool OpenLog() {
   // A relative trace name in a working directory that was removed (getcwd
   // failed at the start): not a path from the root.
@@ -316,6 +349,10 @@ bool OpenLog() {
     if (fd == -EEXIST) continue;
     if (fd == -ENOENT && RunOverBeforeLog()) {
       n = ~0u;  // (the loop's ++ makes it 0: the same names, next to the trace)
+      continue;
+    }
+    if ((fd == -EACCES || fd == -EPERM) && IntoPrivateDir()) {
+      n = ~0u;
       continue;
     }
     if (fd < 0) {
@@ -881,6 +918,25 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
   return g.chunks_written.load(std::memory_order_relaxed) > 0 || events > spare;
 }
 
+// Whether this process may create files in the directory of `path`.
+bool DirWritable(const char* path) {
+  char dir[1200];
+  sys::Line l(dir, sizeof dir);
+  l.Str(path);
+  char* slash = nullptr;
+  for (char* p = dir; *p != '\0'; ++p)
+    if (*p == '/') slash = p;
+  if (slash == nullptr) return true;  // (relative to the working directory: the encoder says)
+  *(slash == dir ? slash + 1 : slash) = '\0';
+  // As the effective user (faccessat2's AT_EACCESS; faccessat before 5.8).
+#if defined(SYS_faccessat2)
+  const long r =
+      sys::Syscall6(SYS_faccessat2, AT_FDCWD, reinterpret_cast<long>(dir), W_OK | X_OK, AT_EACCESS);
+  if (r != -ENOSYS) return r == 0;
+#endif
+  return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
 // Loads libgotrace_encode.so (only now) and writes the trace.
 void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) {
   const Tick t0 = sys::Ticks();
@@ -898,6 +954,27 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
     sys::Log(m.c_str());
     if (reply != nullptr) reply->Str("error: ").Str(m.c_str());
     return;
+  }
+  // Problem: a server started by root that gives up its privileges (nginx's
+  // and postgres's workers) and outlives its run writes its own trace, into
+  // root's output directory: "cannot create: Permission denied", its log
+  // left in memory (/dev/shm) for good. Such a process writes it into its
+  // user's private directory instead (where `gotrace ctl` finds sockets),
+  // and says where.
+  char fallback[1200];
+  const char* requested = out_path;
+  if (!DirWritable(out_path)) {
+    const char* why = nullptr;
+    char dir[200];
+    const long fd = control::OpenPrivateDir(dir, sizeof dir, &why, /*xdg=*/false);
+    if (fd >= 0) {
+      sys::Close(static_cast<int>(fd));
+      const char* base = out_path;
+      for (const char* p = out_path; *p != '\0'; ++p)
+        if (*p == '/') base = p + 1;
+      sys::Line(fallback, sizeof fallback).Str(dir).Char('/').Str(base);
+      out_path = fallback;
+    }
   }
   GotraceEncodeRequest req{};
   req.version = kGotraceEncodeApiVersion;
@@ -925,6 +1002,15 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
     return;
   }
   if (!g.config.keep_log) sys::Unlink(g.log_path);
+  if (out_path != requested) {
+    char b3[2600];
+    sys::Line w(b3, sizeof b3);
+    w.Str("cannot write in the directory of ").Str(requested).Str(" (this process runs as user ");
+    w.U64(static_cast<uint64_t>(sys::Syscall6(SYS_geteuid)))
+        .Str(", without permission there); wrote ");
+    w.Str(res.path).Str(" instead");
+    sys::Log(w.c_str());
+  }
   if (reply != nullptr) {
     reply->Str("ok: wrote ").Str(res.path).Str(" (").Grouped(res.threads);
     reply->Str(res.threads == 1 ? " thread, " : " threads, ").Grouped(res.events).Str(" events, ");

@@ -430,6 +430,56 @@ TEST_CASE("tracewrap: a daemon exec'd after the run ended writes its own trace",
   REQUIRE_FALSE(trace.empty());
 }
 
+TEST_CASE(
+    "tracewrap: a daemon that gave up root's privileges and outlived the run writes its trace to "
+    "its user's directory",
+    "[tracewrap]") {
+  // Run as root, a server whose processes change their user (nginx's,
+  // postgres's) and outlive the run made their logs next to root's traces:
+  // "cannot create ...: Permission denied; tracing is off". They go to the
+  // user's private directory (/tmp/gotrace-<uid>) now, with one line.
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+    WARN("skipped: needs root and setpriv");
+    return;
+  }
+  TempDir dir;  // 0700, root's: nobody may not write in it
+  TempDir pub;  // the daemon's stderr
+  fs::permissions(pub.path(), fs::perms::all);
+  const std::string name = "priv-" + std::to_string(getpid()) + ".trace";
+  // (setsid: out of the process group the test harness kills when the run ends.)
+  const std::string daemon = "/usr/bin/setsid /bin/sh -c 'sleep 0.5; exec " + Scenario("sleepers") +
+                             "' >/dev/null 2>" + pub.File("daemon.err") + " &";
+  const ProcResult r = Wrap({"-q", "-o", dir.File(name), "--", "/usr/bin/setpriv", "--reuid=65534",
+                             "--regid=65534", "--clear-groups", "/bin/sh", "-c", daemon},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string mine = "/tmp/gotrace-65534";
+  std::string trace;
+  for (int i = 0; i < 100 && trace.empty(); ++i) {
+    usleep(100 * 1000);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(mine, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind(name + ".", 0) != 0 || n.find(".gtlog") != std::string::npos) continue;
+      const ParsedTrace t = ParseWithGo(e.path().string());
+      if (t.ok && t.Count("GoSleep") >= 45) trace = e.path().string();
+    }
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(mine, ec))
+    if (e.path().filename().string().rfind(name, 0) == 0) fs::remove(e.path(), ec);
+  const std::string err = Slurp(pub.File("daemon.err"));
+  INFO(err);
+  CHECK_THAT(err, !Catch::Contains("tracing is off"));
+  CHECK_THAT(
+      err,
+      Catch::Contains(
+          "(this process runs as user 65534, without permission there); its log and trace go to " +
+          mine + "/"));
+  CHECK_FALSE(trace.empty());
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
