@@ -896,6 +896,35 @@ GT_EXPORT int dup3(int fd, int to, int flags) {
   if (r == 2) StderrGone();
   return r;
 }
+// Redirections of stderr inside glibc, which no dup2 hook sees: daemon(3)
+// points 0 to 2 at /dev/null (noclose 0), freopen(..., stderr) reopens it.
+// Our copy of stderr held the caller's pipe as dup2 did (StderrGone).
+GT_EXPORT int daemon(int nochdir, int noclose) {
+  GT_OR_MISSING(daemon, int);
+  const int r = real_daemon(nochdir, noclose);
+  if (r == 0 && noclose == 0) StderrGone();
+  return r;
+}
+GT_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
+  auto real = GT_REAL(freopen);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return nullptr;
+  }
+  FILE* const r = real(path, mode, fp);
+  if (r != nullptr && r->_fileno == 2) StderrGone();
+  return r;
+}
+GT_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
+  auto real = GT_REAL(freopen64);
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return nullptr;
+  }
+  FILE* const r = real(path, mode, fp);
+  if (r != nullptr && r->_fileno == 2) StderrGone();
+  return r;
+}
 GT_EXPORT int close(int fd) {
   GT_OR_MISSING(close, int);
   if (IsTracerFd(fd)) return 0;  // H27: our descriptors stay open (documented)

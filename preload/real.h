@@ -174,6 +174,9 @@ int _IO_getc(FILE* fp);
   X(close_range, nullptr, false)                           \
   X(closefrom, nullptr, false)                             \
   X(fclose, nullptr, false)                                \
+  X(freopen, nullptr, false)                               \
+  X(freopen64, nullptr, false)                             \
+  X(daemon, nullptr, false)                                \
   X(fread, nullptr, false)                                 \
   X(fread_unlocked, nullptr, false)                        \
   X(__fread_chk, nullptr, false)                           \

@@ -388,6 +388,19 @@ TEST_CASE("tracewrap: a daemon that points its stderr elsewhere does not hold th
   REQUIRE(r.Exited(0));
   CHECK(r.out == "started\nearly\n");
   for (int i = 0; i < 50 && !fs::exists(marker); ++i) usleep(100 * 1000);  // (let it finish)
+  // Redirected inside glibc, where no dup2 hook sees it: daemon(3), freopen.
+  for (const std::string mode : {"daemon3", "freopen"}) {
+    INFO(mode);
+    const std::string m = dir.File("marker-" + mode);
+    const std::string c = kTracewrap + " -q -o " + dir.File(mode + ".trace") + " -- " +
+                          Scenario("daemonize") + " " + mode + " " + m + " 2>&1 | cat; test -e " + m +
+                          " && echo late || echo early";
+    const ProcResult d = RunProcess({"/usr/bin/setsid", "/bin/sh", "-c", c});
+    INFO(d.Describe() << "\n" << d.out << d.err);
+    CHECK(d.out == "early\n");
+    for (int i = 0; i < 50 && !fs::exists(m); ++i) usleep(100 * 1000);
+    CHECK(fs::exists(m));
+  }
 }
 
 TEST_CASE("tracewrap: a daemon exec'd after the run ended writes its own trace", "[tracewrap]") {
