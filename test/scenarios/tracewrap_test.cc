@@ -393,8 +393,8 @@ TEST_CASE("tracewrap: a daemon that points its stderr elsewhere does not hold th
     INFO(mode);
     const std::string m = dir.File("marker-" + mode);
     const std::string c = kTracewrap + " -q -o " + dir.File(mode + ".trace") + " -- " +
-                          Scenario("daemonize") + " " + mode + " " + m + " 2>&1 | cat; test -e " + m +
-                          " && echo late || echo early";
+                          Scenario("daemonize") + " " + mode + " " + m + " 2>&1 | cat; test -e " +
+                          m + " && echo late || echo early";
     const ProcResult d = RunProcess({"/usr/bin/setsid", "/bin/sh", "-c", c});
     INFO(d.Describe() << "\n" << d.out << d.err);
     CHECK(d.out == "early\n");
