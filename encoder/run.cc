@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -995,9 +996,21 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // entries (next to the marker) wake nothing.
   SweepKilledRuns(outdir, o.quiet);
   std::string run_dir, log_dir;
+  // Problem: a container's /dev/shm is small (64 MiB by default in Docker
+  // and Kubernetes), and a build's logs filled it: every process said
+  // "cannot extend the event log ... (No space left on device)" on its
+  // stderr (into configure's config.log), logs were cut before their
+  // headers, the journal was damaged, the index had empty rows. With less
+  // than kShmMinFree free there (four times what the run holds before it
+  // encodes ahead, GOTRACE_ENCODE_AHEAD's 64 MiB), the logs go next to the
+  // traces (as with a '%' in the directory).
+  constexpr uint64_t kShmMinFree = uint64_t{256} << 20;
   struct stat shm;
-  if (outdir.find('%') == std::string::npos && stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
-      access("/dev/shm", W_OK | X_OK) == 0) {
+  struct statvfs shm_fs {};
+  const bool shm_roomy = statvfs("/dev/shm", &shm_fs) == 0 &&
+                         static_cast<uint64_t>(shm_fs.f_bavail) * shm_fs.f_frsize >= kShmMinFree;
+  if (outdir.find('%') == std::string::npos && shm_roomy && stat("/dev/shm", &shm) == 0 &&
+      S_ISDIR(shm.st_mode) && access("/dev/shm", W_OK | X_OK) == 0) {
     std::string d = "/dev/shm/tracewrap.XXXXXX";
     if (mkdtemp(d.data()) != nullptr) {
       if (mkdir((d + "/logs").c_str(), 0700) == 0) {

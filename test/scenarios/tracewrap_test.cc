@@ -493,6 +493,39 @@ TEST_CASE(
   CHECK_FALSE(trace.empty());
 }
 
+TEST_CASE("tracewrap: a small /dev/shm (a container's) is not used for the run's logs", "[tracewrap]") {
+  // Docker's and Kubernetes's 64 MiB /dev/shm filled with a build's logs:
+  // every process printed "cannot extend the event log ... No space left on
+  // device" into the build's stderr, logs were cut, the index had empty
+  // rows. With less than 256 MiB free there the logs go next to the traces.
+  // Needs root (a mount namespace of its own with a small tmpfs).
+  if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0) {
+    WARN("skipped: needs root and unshare");
+    return;
+  }
+  TempDir dir;
+  const std::string inner = "mount -t tmpfs -o size=64m tmpfs /dev/shm && " + kTracewrap + " -q -o " +
+                            dir.File("s.trace") + " -- /bin/sh -c 'echo \"logs: ${GOTRACE_LOG_DIR:-next to the traces}\"; " +
+                            Scenario("sleepers") + " >/dev/null'";
+  const ProcResult r = RunProcess({"/usr/bin/unshare", "-m", "/bin/sh", "-c", inner});
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  if (r.err.find("mount:") != std::string::npos || r.err.find("unshare:") != std::string::npos) {
+    WARN("skipped: cannot mount a tmpfs in a new mount namespace here");
+    return;
+  }
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "logs: next to the traces\n");
+  CHECK(r.err.empty());
+  bool sleepers = false;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    const std::string n = e.path().filename().string();
+    CHECK(n.find(".gtlog") == std::string::npos);
+    if (n.rfind("s.trace.", 0) == 0 && n.find("index") == std::string::npos)
+      sleepers = sleepers || ParseWithGo(e.path().string()).Count("GoSleep") == 45;
+  }
+  CHECK(sleepers);
+}
+
 TEST_CASE("tracewrap: arguments pass intact and argv 0 is kept", "[tracewrap]") {
   TempDir dir;
   const std::string out = dir.File("x.trace");
