@@ -493,7 +493,8 @@ TEST_CASE(
   CHECK_FALSE(trace.empty());
 }
 
-TEST_CASE("tracewrap: a small /dev/shm (a container's) is not used for the run's logs", "[tracewrap]") {
+TEST_CASE("tracewrap: a small /dev/shm (a container's) is not used for the run's logs",
+          "[tracewrap]") {
   // Docker's and Kubernetes's 64 MiB /dev/shm filled with a build's logs:
   // every process printed "cannot extend the event log ... No space left on
   // device" into the build's stderr, logs were cut, the index had empty
@@ -504,9 +505,11 @@ TEST_CASE("tracewrap: a small /dev/shm (a container's) is not used for the run's
     return;
   }
   TempDir dir;
-  const std::string inner = "mount -t tmpfs -o size=64m tmpfs /dev/shm && " + kTracewrap + " -q -o " +
-                            dir.File("s.trace") + " -- /bin/sh -c 'echo \"logs: ${GOTRACE_LOG_DIR:-next to the traces}\"; " +
-                            Scenario("sleepers") + " >/dev/null'";
+  const std::string inner =
+      "mount -t tmpfs -o size=64m tmpfs /dev/shm && " + kTracewrap + " -q -o " +
+      dir.File("s.trace") +
+      " -- /bin/sh -c 'echo \"logs: ${GOTRACE_LOG_DIR:-next to the traces}\"; " +
+      Scenario("sleepers") + " >/dev/null'";
   const ProcResult r = RunProcess({"/usr/bin/unshare", "-m", "/bin/sh", "-c", inner});
   INFO(r.Describe() << "\n" << r.out << r.err);
   if (r.err.find("mount:") != std::string::npos || r.err.find("unshare:") != std::string::npos) {
