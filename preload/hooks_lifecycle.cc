@@ -279,7 +279,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     untraced = true;
     child = env.ptrs;
     pid = sys::GetPid();
-    ppid = sys::GetPPid();
+    ppid = gotrace::ParentPid();
     image = gotrace::NextImage(pid);
     start_ns = sys::MonotonicNs();
     gotrace::NoteUntraced(pid, ppid, image, start_ns,

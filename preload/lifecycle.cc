@@ -383,9 +383,11 @@ bool OpenLog() {
 // The log's file header, written again as the frequency estimate improves.
 void WriteHeader() {
   log::FileHeader h;
+  // The parent it had when it began (g.ppid: its fork, its lineage), not
+  // getppid's answer now, which is init's pid once that parent is gone.
+  const uint32_t ppid = g.ppid != 0 ? g.ppid : static_cast<uint32_t>(sys::GetPPid());
   log::InitFileHeader(&h, sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns), g.start_ticks,
-                      static_cast<uint32_t>(g.pid), static_cast<uint32_t>(sys::GetPPid()),
-                      g.ncpus, g.slot_bytes);
+                      static_cast<uint32_t>(g.pid), ppid, g.ncpus, g.slot_bytes);
   h.start_ns = g.start_ns;
   if (g.config.flight) h.flags |= log::kFileFlight;
   (void)sys::PwriteAll(__atomic_load_n(&g.log_fd, __ATOMIC_ACQUIRE), &h, sizeof h, 0);
@@ -436,7 +438,8 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
     g.reaped_child.store(false, std::memory_order_relaxed);
   g.staged_heap_lo = ~uint64_t{0};
   g.staged_heap_hi = 0;
-  if (!fork_child) g.ppid = static_cast<uint32_t>(sys::GetPPid());  // (a fork's: AtForkChild)
+  // (A fork's: AtForkChild; an exec'd image's: its lineage, when known.)
+  if (!fork_child && g.ppid == 0) g.ppid = static_cast<uint32_t>(sys::GetPPid());
   ResetLogState();
   g.phase.store(Phase::kReady, std::memory_order_seq_cst);
   ProcInit(g.start_ticks);
@@ -1941,7 +1944,10 @@ void AtForkChild() {
   g.fork_log_pending.store(true, std::memory_order_release);
 }
 
-// Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n") from the environment.
+// Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n:ppid") from the
+// environment. The parent is the one the process had when it exec'd: a
+// background job whose parent ended before it exec'd was listed under init
+// (getppid's 1) while its parent was in the index.
 void ReadLineage() {
   uint64_t v;
   const char* root = Var("ROOT_PID");
@@ -1953,9 +1959,19 @@ void ReadLineage() {
     char pid_part[24] = {0};
     size_t i = 0;
     for (; img[i] != '\0' && img[i] != ':' && i + 1 < sizeof pid_part; ++i) pid_part[i] = img[i];
-    if (img[i] == ':' && sys::ParseU64(pid_part, &v) && static_cast<int>(v) == g.pid &&
-        sys::ParseU64(img + i + 1, &v)) {
-      g.image = static_cast<uint32_t>(v);
+    if (img[i] == ':' && sys::ParseU64(pid_part, &v) && static_cast<int>(v) == g.pid) {
+      uint64_t n = 0, ppid = 0;
+      const char* p = img + i + 1;
+      bool ok = *p >= '0' && *p <= '9';
+      while (*p >= '0' && *p <= '9') n = n * 10 + static_cast<uint64_t>(*p++ - '0');
+      if (*p == ':') {
+        ++p;
+        while (*p >= '0' && *p <= '9') ppid = ppid * 10 + static_cast<uint64_t>(*p++ - '0');
+      }
+      if (ok && *p == '\0') {
+        g.image = static_cast<uint32_t>(n);
+        g.ppid = static_cast<uint32_t>(ppid);
+      }
     }
   }
 }
@@ -2385,6 +2401,12 @@ void NoteMadeChild() {
 
 uint32_t NextImage(int pid) { return pid == g.pid ? g.image + 1 : 0; }
 
+int ParentPid() {
+  // (A vfork child shares our memory: its parent is this process.)
+  if (sys::GetPid() != g.pid) return g.pid;
+  return g.ppid != 0 ? static_cast<int>(g.ppid) : static_cast<int>(sys::GetPPid());
+}
+
 void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes) {
   size_t n = 0, bytes = 16;
   for (; envp != nullptr && envp[n] != nullptr; ++n)
@@ -2438,7 +2460,12 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
   bool asan_seen = false;
   sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)
-      .Str("GOTRACE_IMAGE=").U64(static_cast<uint64_t>(g.pid)).Char(':').U64(g.image + 1);
+      .Str("GOTRACE_IMAGE=")
+      .U64(static_cast<uint64_t>(g.pid))
+      .Char(':')
+      .U64(g.image + 1)
+      .Char(':')
+      .U64(g.ppid);
   sys::Line(env->ncpus, sizeof env->ncpus).Str("GOTRACE_NCPUS=").U64(g.ncpus);
   size_t n = 0;
   for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {

@@ -99,6 +99,9 @@ void NoteMadeChild();
 // The image number an exec by process `pid` starts: this image's plus one
 // in this process, 0 in another (a vfork child, as ReadLineage decides).
 uint32_t NextImage(int pid);
+// The calling process's parent as the run knows it: the one it had when it
+// began (its fork, its lineage), else getppid's answer.
+int ParentPid();
 
 // Trace windows (issue 16), for the control channel (preload/control.cc):
 // each writes one line for the client into `reply` ("ok: ..." or

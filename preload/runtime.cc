@@ -1452,8 +1452,10 @@ void internal::WriteProcessInfoLocked(int argc, char** argv) {
   GT_LARGE_BSS static uint8_t scratch[log::ChunkWriter::ProcessInfoBound()];  // under the lock
   ProcReserve(kNeed, false);
   if (!ProcWriter().Fits(kNeed)) return;
-  ProcWriter().ProcessInfo(sys::Ticks(), 0, static_cast<uint64_t>(sys::GetPPid()),
-                           g.descendant ? 1 : 0, exe, argv, static_cast<size_t>(argc), scratch);
+  // Its parent when it began (see WriteHeader), getppid's only if unknown.
+  const uint64_t ppid = g.ppid != 0 ? g.ppid : static_cast<uint64_t>(sys::GetPPid());
+  ProcWriter().ProcessInfo(sys::Ticks(), 0, ppid, g.descendant ? 1 : 0, exe, argv,
+                           static_cast<size_t>(argc), scratch);
   ProcCommit();
   g.info_log_gen = g.log_gen;
 }

@@ -458,6 +458,37 @@ TEST_CASE("a fork child's short file calls before anything else are not recorded
   CHECK(entry.find("\"records\": 0}") != std::string::npos);
 }
 
+TEST_CASE("a background job whose parent ended first is listed under that parent, not init",
+          "[run]") {
+  // The inner shell starts `sleep` in the background and ends; sleep's
+  // getppid() is then init's 1, and the index listed it under 1 though its
+  // parent was in the index. The parent it had when it began is kept
+  // across its fork and exec (GOTRACE_IMAGE carries it).
+  TempDir dir;
+  const ProcResult r = Wrap({"-q", "-o", dir.File("b.trace"), "--", "/bin/sh", "-c",
+                             "/bin/sh -c '/bin/sleep 0.3 &'; /bin/sleep 0.5"},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("b.trace.index.json"));
+  INFO(index);
+  const std::vector<std::string> inner =
+      IndexRows(index, "\"/bin/sh\", \"-c\", \"/bin/sleep 0.3 &\"]");
+  const std::vector<std::string> bg = IndexRows(index, "\"/bin/sleep\", \"0.3\"]");
+  REQUIRE(inner.size() == 1);
+  REQUIRE(bg.size() == 1);
+  // Each row reads {"pid": P, "ppid": Q, "argv": ...: the inner shell's pid
+  // is the background sleep's ppid.
+  const std::string whole = index;
+  const size_t at_inner = whole.rfind("{\"pid\": ", whole.find(inner[0]));
+  const size_t at_bg = whole.rfind("{\"pid\": ", whole.find(bg[0]));
+  const std::string inner_pid =
+      whole.substr(at_inner + 9, whole.find(',', at_inner) - at_inner - 9);
+  const size_t pp = whole.find("\"ppid\": ", at_bg) + 9;
+  const std::string bg_ppid = whole.substr(pp, whole.find(',', pp) - pp);
+  CHECK(bg_ppid == inner_pid);
+}
+
 TEST_CASE("a worker forked without exec is listed by its command line as it rewrote it", "[run]") {
   TempDir dir;
   const std::string prog = Scenario("fork_title");
