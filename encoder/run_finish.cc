@@ -754,8 +754,16 @@ int FinishRun(const GotraceFinishRequest& req) {
         not_traced +=
             ", " + std::to_string(foreign) +
             " not traceable (static, or of another ELF class: LD_PRELOAD cannot reach them)";
-      std::fprintf(stderr, "%s: %zu processes ran: %d traced, %d quiet (no trace of their own)%s%s%s\n",
-                   prog, procs.size(), traces, quiet, not_traced.c_str(),
+      // Processes, not the rows (a process that execs has a row per image:
+      // `sh -c 'exec env true'` is one process, three images).
+      std::set<uint32_t> pids;
+      for (const Item* it : procs) pids.insert(it->sum.pid);
+      const std::string images = pids.size() == procs.size()
+                                     ? ""
+                                     : " (" + std::to_string(procs.size()) + " program images)";
+      std::fprintf(stderr,
+                   "%s: %zu processes ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
+                   prog, pids.size(), images.c_str(), traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
       std::fprintf(stderr, "  %7s %7s %6s %9s %10s  %s\n", "pid", "ppid", "exit", "time", "events",
                    "command");

@@ -489,6 +489,18 @@ TEST_CASE("a background job whose parent ended first is listed under that parent
   CHECK(bg_ppid == inner_pid);
 }
 
+TEST_CASE("the summary counts processes, and their images apart", "[run]") {
+  // One process that execs twice (sh, env, sh) and its two children: it
+  // said "5 processes ran", one row per image.
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("e.trace"), "--", "/bin/sh", "-c",
+                             "exec /usr/bin/env /bin/sh -c '/bin/true; /bin/true'"},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.err, Catch::Contains("3 processes ran (5 program images): "));
+}
+
 TEST_CASE("a worker forked without exec is listed by its command line as it rewrote it", "[run]") {
   TempDir dir;
   const std::string prog = Scenario("fork_title");

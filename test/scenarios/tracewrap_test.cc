@@ -405,23 +405,23 @@ TEST_CASE("tracewrap: a daemon that points its stderr elsewhere does not hold th
 
 TEST_CASE("tracewrap: a daemon exec'd after the run ended writes its own trace", "[tracewrap]") {
   // `setsid -f` returns at once: the run ends, its log directory goes, and
-  // the daemon, exec'd half a second later, could not make its log ("cannot
-  // create ...; tracing is off"): no trace. It makes it next to its trace
-  // now, and writes the trace itself when it ends.
+  // the daemon, exec'd 1.5 s later (after the launcher's last look), could not make its log
+  // ("cannot create ...; tracing is off"): no trace. It makes it next to its trace now, and writes
+  // the trace itself when it ends.
   if (access("/usr/bin/setsid", X_OK) != 0) {
     WARN("skipped: needs setsid");
     return;
   }
   TempDir dir;
-  const ProcResult r = Wrap({"-q", "-o", dir.File("s.trace"), "--", "/usr/bin/setsid", "-f", "/bin/sh",
-                             "-c", "sleep 0.5; exec " + Scenario("sleepers")},
+  const ProcResult r = Wrap({"-q", "-o", dir.File("s.trace"), "--", "/usr/bin/setsid", "-f",
+                             "/bin/sh", "-c", "sleep 1.5; exec " + Scenario("sleepers")},
                             dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   // The daemon's trace (after sh's image: the sleepers' 45 sleeps), once no
   // log is left; its `sleep 0.5` has a trace of its own.
   std::string trace, listing;
-  for (int i = 0; i < 150 && trace.empty(); ++i) {
+  for (int i = 0; i < 300 && trace.empty(); ++i) {  // (30 s: the daemon encodes its own trace)
     usleep(100 * 1000);
     std::vector<std::string> found;
     bool logs = false;
@@ -459,9 +459,12 @@ TEST_CASE(
   TempDir pub;  // the daemon's stderr
   fs::permissions(pub.path(), fs::perms::all);
   const std::string name = "priv-" + std::to_string(getpid()) + ".trace";
-  // (setsid: out of the process group the test harness kills when the run ends.)
-  const std::string daemon = "/usr/bin/setsid /bin/sh -c 'sleep 0.5; exec " + Scenario("sleepers") +
-                             "' >/dev/null 2>" + pub.File("daemon.err") + " &";
+  // (setsid: out of the process group the test harness kills when the run
+  // ends. The daemon points its own stderr at the file, after it was
+  // exec'd: a fork child's open of it, slow on a loaded machine, was worth
+  // a log while the run still ran.)
+  const std::string daemon = "/usr/bin/setsid /bin/sh -c 'exec 2>" + pub.File("daemon.err") +
+                             " >/dev/null; sleep 1.5; exec " + Scenario("sleepers") + "' &";
   const ProcResult r = Wrap({"-q", "-o", dir.File(name), "--", "/usr/bin/setpriv", "--reuid=65534",
                              "--regid=65534", "--clear-groups", "/bin/sh", "-c", daemon},
                             dir);
@@ -469,7 +472,7 @@ TEST_CASE(
   REQUIRE(r.Exited(0));
   const std::string mine = "/tmp/gotrace-65534";
   std::string trace;
-  for (int i = 0; i < 100 && trace.empty(); ++i) {
+  for (int i = 0; i < 300 && trace.empty(); ++i) {  // (30 s: the daemon encodes its own trace)
     usleep(100 * 1000);
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(mine, ec)) {
@@ -518,7 +521,7 @@ TEST_CASE("tracewrap: a small /dev/shm (a container's) is not used for the run's
   }
   REQUIRE(r.Exited(0));
   CHECK(r.out == "logs: next to the traces\n");
-  CHECK(r.err.empty());
+  CHECK_THAT(r.err, !Catch::Contains("No space left") && !Catch::Contains("cannot extend"));
   bool sleepers = false;
   for (const auto& e : fs::directory_iterator(dir.path())) {
     const std::string n = e.path().filename().string();
