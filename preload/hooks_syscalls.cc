@@ -905,8 +905,8 @@ GT_EXPORT int daemon(int nochdir, int noclose) {
   if (r == 0 && noclose == 0) StderrGone();
   return r;
 }
-GT_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
-  auto real = GT_REAL(freopen);
+namespace {
+FILE* Reopen(decltype(&::freopen) real, const char* path, const char* mode, FILE* fp) {
   if (real == nullptr) {
     errno = ENOSYS;
     return nullptr;
@@ -915,15 +915,12 @@ GT_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
   if (r != nullptr && r->_fileno == 2) StderrGone();
   return r;
 }
+}  // namespace
+GT_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
+  return Reopen(GT_REAL(freopen), path, mode, fp);
+}
 GT_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
-  auto real = GT_REAL(freopen64);
-  if (real == nullptr) {
-    errno = ENOSYS;
-    return nullptr;
-  }
-  FILE* const r = real(path, mode, fp);
-  if (r != nullptr && r->_fileno == 2) StderrGone();
-  return r;
+  return Reopen(GT_REAL(freopen64), path, mode, fp);
 }
 GT_EXPORT int close(int fd) {
   GT_OR_MISSING(close, int);
