@@ -292,6 +292,9 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
         }
         break;
       }
+      case go::kEvCPUSample:
+        ++r.cpu_samples;
+        break;
       case go::kEvHeapAlloc:
         r.has_heap = true;
         r.heap_peak = std::max(r.heap_peak, ev.args[0]);
@@ -422,10 +425,16 @@ std::string ProcessLine(const ProcessInfo& p) {
   return s;
 }
 
-std::string SchedLine(const ProcessInfo& p) {
+// `samples`: the CPU samples the trace holds. A rate alone claimed them
+// where a process had none (a short command under tracewrap opens the
+// kernel's sampling only after 10 ms of recorded calls: a compiler that
+// computes without any has none).
+std::string SchedLine(const ProcessInfo& p, uint64_t samples) {
   std::string s = "scheduling " + (p.sched.empty() ? std::string("?") : p.sched);
   if (!p.why.empty()) s += " (" + p.why + ")";
-  s += ", CPU samples " + (p.cpu_hz == "0" || p.cpu_hz.empty() ? std::string("off") : p.cpu_hz + " Hz");
+  const bool off = p.cpu_hz == "0" || p.cpu_hz.empty();
+  s += ", CPU samples " + (off ? std::string("off") : p.cpu_hz + " Hz") +
+       (off && samples == 0 ? std::string() : Fmt(" (%" PRIu64 " in the trace)", samples));
   s += ", lost " + (p.lost.empty() ? "0" : p.lost) + " kernel records, dropped " +
        (p.dropped.empty() ? "0" : p.dropped) + " records";
   if (ToU64(p.full) > 0) {
@@ -459,7 +468,7 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
              r.threads.size(), r.events);
     for (const auto& p : r.processes) {
       o += Cut(ProcessLine(p), 80) + "\n";
-      Wrap(&o, "  ", {SchedLine(p)});
+      Wrap(&o, "  ", {SchedLine(p, r.cpu_samples)});
     }
     if (r.has_heap)
       o += "heap: peak " + HumanSize(r.heap_peak) + ", final " + HumanSize(r.heap_final) + "\n";
@@ -518,7 +527,7 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top) {
       o += "; heap peak " + HumanSize(r.heap_peak) + ", final " + HumanSize(r.heap_final);
     o += "\n\n";
     for (const auto& p : r.processes)
-      o += "- " + MdEscape(ProcessLine(p)) + ": " + MdEscape(SchedLine(p)) + "\n";
+      o += "- " + MdEscape(ProcessLine(p)) + ": " + MdEscape(SchedLine(p, r.cpu_samples)) + "\n";
     if (!r.processes.empty()) o += "\n";
     o += "| thread | tid | life | running | runnable | blocked |\n|---|---:|---:|---:|---:|---|\n";
     auto row = [&](const ThreadReport& t, const std::string& name, const std::string& tid) {

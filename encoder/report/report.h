@@ -69,6 +69,7 @@ struct Report {
   std::vector<ProcessInfo> processes;  // from gotrace-meta; empty for other traces
   int64_t duration_ns = 0;
   uint64_t events = 0;
+  uint64_t cpu_samples = 0;  // CPUSample events: what the sampling rate took here
   bool has_heap = false;
   uint64_t heap_peak = 0, heap_final = 0;
   std::vector<std::pair<int64_t, uint64_t>> heap;  // (ts, bytes) at every HeapAlloc

@@ -365,6 +365,11 @@ TEST_CASE("pprof --kind cpu: the CPU samples by stack, read by go tool pprof", "
   CHECK_THAT(top.out, Catch::Contains("Type: cpu"));
   CHECK_THAT(top.out, Catch::Contains("spin"));
   CHECK_THAT(top.out, Catch::Contains("Total samples = 7ms"));
+  // The report says how many samples the trace holds, not only the rate
+  // (a process that never opened the kernel's sampling had none).
+  ProcResult rep = RunProcess({Gotrace(), "report", trace});
+  REQUIRE(rep.Exited(0));
+  CHECK_THAT(rep.out, Catch::Contains("CPU samples 1000 Hz (8 in the trace)"));
 
   // A trace without CPU samples: one line, exit 2, no file.
   const std::string none = WriteFile(dir, "none.trace", SmallTrace(true));
