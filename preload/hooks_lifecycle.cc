@@ -121,12 +121,7 @@ bool MayExec(const char* path) {
       !S_ISREG(st.st_mode)) {
     return false;
   }
-#if defined(SYS_faccessat2)
-  const long r =
-      sys::Syscall6(SYS_faccessat2, AT_FDCWD, reinterpret_cast<long>(path), X_OK, AT_EACCESS);
-  if (r != -ENOSYS) return r == 0;
-#endif
-  return faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+  return sys::AccessAsEffective(path, X_OK);
 }
 
 // The program an exec of `path` runs, as the new image will know it

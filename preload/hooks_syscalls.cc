@@ -57,7 +57,9 @@ GT_NOINLINE auto PendingForkCall(const void* frame, WaitKind kind, log::FdClass 
   const int saved = errno;
   {
     HookScope scope(kGroupIo);  // starts the child's log
-    if (scope.active()) RecordSyscallAt(scope, kind, cls, obj, static_cast<uint64_t>(sysno), frame, t0, cpu0, d);
+    if (scope.active())
+      RecordSyscallAt(scope, kind, static_cast<uint64_t>(cls) << log::kWaitFdClassShift, obj,
+                      static_cast<uint64_t>(sysno), frame, t0, cpu0, d);
   }
   errno = saved;
   return ret;
@@ -66,7 +68,7 @@ GT_NOINLINE auto PendingForkCall(const void* frame, WaitKind kind, log::FdClass 
 // The I/O on one descriptor: network or system call by its class.
 template <typename Call>
 GT_ALWAYS_INLINE auto OnFd(const void* frame, int fd, long sysno, Call call) -> decltype(call()) {
-  if (ForkLogPending() && (g.events & kGroupIo) != 0 && t_state.depth == 0) {
+  if (ForkLogPending(kGroupIo)) {
     const log::FdClass cls = fdclass::Get(fd);
     if (!fdclass::IsNet(cls))
       return PendingForkCall(frame, WaitKind::kSyscall, cls, static_cast<uint64_t>(fd), sysno, call);
@@ -90,8 +92,8 @@ GT_ALWAYS_INLINE auto OnFd(const void* frame, int fd, long sysno, Call call) -> 
 template <typename Call>
 GT_ALWAYS_INLINE auto OnWait(const void* frame, WaitKind kind, uint64_t obj, long sysno,
                              Call call) -> decltype(call()) {
-  if (ForkLogPending() && kind == WaitKind::kSyscall && !log::IsChildWaitCall(static_cast<uint64_t>(sysno)) &&
-      (g.events & kGroupIo) != 0 && t_state.depth == 0)
+  if (ForkLogPending(kGroupIo) && kind == WaitKind::kSyscall &&
+      !log::IsChildWaitCall(static_cast<uint64_t>(sysno)))
     return PendingForkCall(frame, kind, log::FdClass::kUnknown, obj, sysno, call);
   HookScope scope(kGroupIo);
   if (!scope.active()) return call();

@@ -280,6 +280,12 @@ void LogNameFor(const char* trace, unsigned n, char* out, size_t cap) {
   l.Str(".gtlog");
 }
 
+// Whether the launcher's run goes on: its marker (GOTRACE_DEFER) exists.
+bool RunAlive() {
+  return sys::Syscall6(SYS_faccessat, AT_FDCWD, reinterpret_cast<long>(g.config.defer_path), F_OK,
+                       0) == 0;
+}
+
 // The run's log directory is gone because the run is over (its marker is
 // gone too): a process that makes its log only now (a daemon started with
 // `setsid -f` or start-stop-daemon, exec'd after the launcher finished; a
@@ -289,8 +295,7 @@ void LogNameFor(const char* trace, unsigned n, char* out, size_t cap) {
 // tracing is off" and was in no trace and no index.
 bool RunOverBeforeLog() {
   if (!g.config.defer || g.config.log_dir[0] == '\0') return false;
-  if (sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.config.defer_path), F_OK, 0) == 0)
-    return false;
+  if (RunAlive()) return false;
   g.config.log_dir[0] = '\0';
   return true;
 }
@@ -300,24 +305,34 @@ bool RunOverBeforeLog() {
 // RunOverBeforeLog) puts both into its user's private directory
 // (/tmp/gotrace-<uid>), once, and says so. It said "cannot create ...;
 // tracing is off".
+// `path`'s file name in the user's private directory (/tmp/gotrace-<uid>,
+// made if missing: control::OpenPrivateDir) into out; false if there is none.
+bool InPrivateDir(const char* path, char* out, size_t cap) {
+  const char* why = nullptr;
+  char dir[200];
+  const long fd = control::OpenPrivateDir(dir, sizeof dir, &why, /*xdg=*/false);
+  if (fd < 0) return false;
+  sys::Close(static_cast<int>(fd));
+  const char* base = path;
+  for (const char* p = path; *p != '\0'; ++p)
+    if (*p == '/') base = p + 1;
+  sys::Line l(out, cap);
+  l.Str(dir).Char('/').Str(base);
+  return sys::StrLen(out) + 1 < cap;
+}
+
 bool IntoPrivateDir() {
   if (g.config.defer && g.config.log_dir[0] != '\0')
     return false;  // the run's directory: the launcher's
   static bool tried = false;
   if (tried) return false;
   tried = true;
-  const char* why = nullptr;
-  char dir[200];
-  const long fd = control::OpenPrivateDir(dir, sizeof dir, &why, /*xdg=*/false);
-  if (fd < 0) return false;
-  sys::Close(static_cast<int>(fd));
   char requested[sizeof g.out_path];
   sys::Line(requested, sizeof requested).Str(g.out_path);
-  const char* base = requested;
-  for (const char* p = requested; *p != '\0'; ++p)
-    if (*p == '/') base = p + 1;
-  sys::Line moved(g.out_path, sizeof g.out_path);
-  moved.Str(dir).Char('/').Str(base);
+  if (!InPrivateDir(requested, g.out_path, sizeof g.out_path)) {
+    sys::Line(g.out_path, sizeof g.out_path).Str(requested);
+    return false;
+  }
   char buf[2600];
   sys::Line m(buf, sizeof buf);
   m.Str("cannot write next to ").Str(requested).Str(" (this process runs as user ");
@@ -931,13 +946,7 @@ bool DirWritable(const char* path) {
     if (*p == '/') slash = p;
   if (slash == nullptr) return true;  // (relative to the working directory: the encoder says)
   *(slash == dir ? slash + 1 : slash) = '\0';
-  // As the effective user (faccessat2's AT_EACCESS; faccessat before 5.8).
-#if defined(SYS_faccessat2)
-  const long r =
-      sys::Syscall6(SYS_faccessat2, AT_FDCWD, reinterpret_cast<long>(dir), W_OK | X_OK, AT_EACCESS);
-  if (r != -ENOSYS) return r == 0;
-#endif
-  return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+  return sys::AccessAsEffective(dir, W_OK | X_OK);
 }
 
 // Loads libgotrace_encode.so (only now) and writes the trace.
@@ -966,19 +975,8 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
   // and says where.
   char fallback[1200];
   const char* requested = out_path;
-  if (!DirWritable(out_path)) {
-    const char* why = nullptr;
-    char dir[200];
-    const long fd = control::OpenPrivateDir(dir, sizeof dir, &why, /*xdg=*/false);
-    if (fd >= 0) {
-      sys::Close(static_cast<int>(fd));
-      const char* base = out_path;
-      for (const char* p = out_path; *p != '\0'; ++p)
-        if (*p == '/') base = p + 1;
-      sys::Line(fallback, sizeof fallback).Str(dir).Char('/').Str(base);
-      out_path = fallback;
-    }
-  }
+  if (!DirWritable(out_path) && InPrivateDir(out_path, fallback, sizeof fallback))
+    out_path = fallback;
   GotraceEncodeRequest req{};
   req.version = kGotraceEncodeApiVersion;
   req.log_path = g.log_path;
@@ -1176,8 +1174,7 @@ void Finalize(bool for_exec) {
     // gone (a background job that outlived the run), the process writes
     // its own trace, after claiming its log: whoever renames it first (the
     // launcher's last look, or this) encodes it.
-    if (sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.config.defer_path), F_OK, 0) == 0)
-      return;
+    if (RunAlive()) return;
     char mine[1200];
     sys::Line(mine, sizeof mine).Str(g.log_path).Str(".self");
     if (sys::Syscall6(SYS_renameat2, -100, reinterpret_cast<long>(g.log_path), -100,
@@ -1592,8 +1589,7 @@ void CrashFlush(int sig, bool in_handler) {
   t_state.depth += kTracerDepth;
   FlushEverything(true);
   // The launcher, still there, encodes the log and says what happened.
-  if (g.config.defer &&
-      sys::Syscall6(SYS_faccessat, -100, reinterpret_cast<long>(g.config.defer_path), F_OK, 0) == 0) {
+  if (g.config.defer && RunAlive()) {
     t_state.depth -= kTracerDepth;
     return;
   }

@@ -1764,6 +1764,34 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   }
 }
 
+namespace {
+// (Inline in End, every recorded system call's; out of line for the probe.)
+GT_ALWAYS_INLINE void WriteSyscall(const HookScope& s, WaitKind kind, uint64_t flags, uint64_t obj,
+                                   uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0,
+                                   Tick d) {
+  ThreadRec* r = s.rec();
+  // A long one is worth a trace; not a wait for a child (log_summary.cc).
+  if (GT_UNLIKELY(d >= g.quiet_io_ticks) && !log::IsChildWaitCall(sysno)) Materialize();
+  // Staged (still quiet after the check above): most such processes end
+  // quiet, and a first stack walk costs the module list, the unwinder's map
+  // of code and the program's unwind tables read in (50 to 60 us of a short
+  // grep's run): the call goes without a stack (README, "Quiet processes
+  // cost little").
+  const uint32_t stack = d >= g.stack_min_ticks && !g.staged.load(std::memory_order_relaxed)
+                             ? CaptureStack(s, frame, t0)
+                             : 0;
+  if (GT_LIKELY(Reserve(r, log::kMaxFixedRecordBytes))) {
+    r->s.w.Wait(t0, cpu0, kind, flags, obj, sysno, d, sys::CurrentCpu(), stack);
+    Commit(r);
+  }
+}
+}  // namespace
+
+void RecordSyscallAt(const HookScope& s, WaitKind kind, uint64_t flags, uint64_t obj,
+                     uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0, Tick d) {
+  WriteSyscall(s, kind, flags, obj, sysno, frame, t0, cpu0, d);
+}
+
 // H31: errno is the program's. The fast paths here touch only memory and the
 // rseq area; the slow paths that can change errno (SpillSlow, the stack
 // capture's rescan, CurrentCpuSlow) save and restore it themselves.
@@ -1772,35 +1800,7 @@ void SyscallRecorder::End() {
   ThreadRec* r = scope_.rec();
   if (LogMoved() && !MoveWait(r, 0, t0_)) return;
   UnpublishWait(r);
-  const Tick d = t1 - t0_;
-  // A long one is worth a trace; not a wait for a child (log_summary.cc).
-  if (GT_UNLIKELY(d >= g.quiet_io_ticks) && !log::IsChildWaitCall(sysno_)) Materialize();
-  // Staged (still quiet after the check above): most such processes end
-  // quiet, and a first stack walk costs the module list, the unwinder's map
-  // of code and the program's unwind tables read in (50 to 60 us of a short
-  // grep's run): the call goes without a stack (README, "Quiet processes
-  // cost little").
-  const uint32_t stack = d >= g.stack_min_ticks && !g.staged.load(std::memory_order_relaxed)
-                             ? CaptureStack(scope_, frame_, t0_)
-                             : 0;
-  if (GT_LIKELY(Reserve(r, log::kMaxFixedRecordBytes))) {
-    r->s.w.Wait(t0_, cpu0_, kind_, flags_, obj_, sysno_, d, sys::CurrentCpu(), stack);
-    Commit(r);
-  }
-}
-
-void RecordSyscallAt(const HookScope& s, WaitKind kind, log::FdClass cls, uint64_t obj,
-                     uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0, Tick d) {
-  ThreadRec* r = s.rec();
-  if (r == nullptr) return;
-  if (d >= g.quiet_io_ticks && !log::IsChildWaitCall(sysno)) Materialize();
-  const uint32_t stack =
-      d >= g.stack_min_ticks && !g.staged.load(std::memory_order_relaxed) ? CaptureStack(s, frame, t0) : 0;
-  if (Reserve(r, log::kMaxFixedRecordBytes)) {
-    r->s.w.Wait(t0, cpu0, kind, static_cast<uint64_t>(cls) << log::kWaitFdClassShift, obj, sysno, d,
-                sys::CurrentCpu(), stack);
-    Commit(r);
-  }
+  WriteSyscall(scope_, kind_, flags_, obj_, sysno_, frame_, t0_, cpu0_, t1 - t0_);
 }
 
 void RecordRelease(const HookScope& s, WaitKind kind, uint64_t obj, uint64_t count, Tick t,

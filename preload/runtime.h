@@ -480,16 +480,19 @@ class SyscallRecorder {
   uint32_t cpu0_;
 };
 
-// A system call already made, `d` ticks from t0 on cpu0, recorded as End
-// would have (a pending fork child's probe: see hooks_syscalls.cc).
-void RecordSyscallAt(const HookScope& s, WaitKind kind, log::FdClass cls, uint64_t obj,
+// A system call made `d` ticks from t0 on cpu0 (its wait flags: the class
+// of its descriptor), recorded: SyscallRecorder::End's, and a pending fork
+// child's probe's (hooks_syscalls.cc) after the fact.
+void RecordSyscallAt(const HookScope& s, WaitKind kind, uint64_t flags, uint64_t obj,
                      uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0, Tick d);
 
-// A fork child that has recorded nothing yet: its log starts at its first
-// recorded call (StartForkChildLog).
-GT_ALWAYS_INLINE bool ForkLogPending() {
+// A fork child that has recorded nothing yet (its log starts at its first
+// recorded call: StartForkChildLog), outside any hook, recording I/O: a
+// call of `group` is to be timed first (hooks_syscalls.cc, PendingForkCall).
+GT_ALWAYS_INLINE bool ForkLogPending(uint32_t group) {
   return GT_UNLIKELY(g.bind.load(std::memory_order_relaxed) == 0) &&
-         g.fork_log_pending.load(std::memory_order_relaxed);
+         g.fork_log_pending.load(std::memory_order_relaxed) && (g.events & group) != 0 &&
+         t_state.depth == 0;
 }
 
 // The CPU time the kernel counted for thread `tid` of this process (ns; 0

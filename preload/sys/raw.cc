@@ -3,9 +3,11 @@
 #include "preload/sys/raw.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 namespace gotrace::sys {
 
@@ -181,6 +183,14 @@ bool ParseU64(const char* s, uint64_t* out) {
   }
   *out = v;
   return true;
+}
+
+bool AccessAsEffective(const char* path, int mode) {
+#if defined(SYS_faccessat2)
+  const long r = Syscall6(SYS_faccessat2, AT_FDCWD, reinterpret_cast<long>(path), mode, AT_EACCESS);
+  if (r != -ENOSYS) return r == 0;
+#endif
+  return faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0;
 }
 
 }  // namespace gotrace::sys

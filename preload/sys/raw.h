@@ -119,6 +119,9 @@ inline long PopulateWrite(void* addr, size_t len) {
   return Syscall6(SYS_madvise, reinterpret_cast<long>(addr), static_cast<long>(len),
                   kMadvPopulateWrite);
 }
+// Whether `path` allows `mode` (R_OK, W_OK, X_OK) to the effective user:
+// faccessat2's AT_EACCESS, libc's emulation before Linux 5.8.
+bool AccessAsEffective(const char* path, int mode);
 // The same for reading (MADV_POPULATE_READ): code about to run.
 inline long PopulateRead(void* addr, size_t len) {
   constexpr long kMadvPopulateRead = 22;

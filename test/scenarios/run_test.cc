@@ -89,6 +89,14 @@ std::vector<std::string> IndexRows(const std::string& index, const std::string& 
   return rows;
 }
 
+// The index's first row of a fork that never exec'd (no command line of its
+// own: "argv": []), from its argv to the end of its row; "" if none.
+std::string ForkRow(const std::string& index) {
+  const size_t at = index.find("\"argv\": [], ");
+  if (at == std::string::npos) return "";
+  return index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
+}
+
 // The script of the 50-command job: 45 commands that do nothing worth
 // showing, 2 that sleep (a wait: worth a trace), 2 that read a small file
 // (quiet unless the read blocked), and the shell.
@@ -423,14 +431,13 @@ TEST_CASE("a fork child's log starts at its first record, its process at the for
   // in place.
   REQUIRE(Occurrences(index, "\"pid\": ") == 4);
   // The subshell never exec'd: no command line of its own.
-  const size_t at = index.find("\"argv\": [], ");
-  REQUIRE(at != std::string::npos);
-  const size_t d = index.find("\"duration_ns\": ", at);
+  const std::string entry = ForkRow(index);
+  REQUIRE(!entry.empty());
+  const size_t d = entry.find("\"duration_ns\": ");
   REQUIRE(d != std::string::npos);
-  const uint64_t ns = std::stoull(index.substr(d + 15));
+  const uint64_t ns = std::stoull(entry.substr(d + 15));
   CHECK(ns >= 95'000'000);  // (the loop reads the wall clock, the index the monotonic one)
   // It recorded something (the wait), so it has a log of its own.
-  const std::string entry = index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
   CHECK(entry.find("\"records\": 0}") == std::string::npos);
 }
 
@@ -451,9 +458,8 @@ TEST_CASE("a fork child's short file calls before anything else are not recorded
   const std::string index = Slurp(dir.File("r.trace.index.json"));
   INFO(index);
   REQUIRE(Occurrences(index, "\"pid\": ") == 3);  // bash, the subshell, true exec'd in place
-  const size_t at = index.find("\"argv\": [], ");
-  REQUIRE(at != std::string::npos);
-  const std::string entry = index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
+  const std::string entry = ForkRow(index);
+  REQUIRE(!entry.empty());
   CHECK(entry.find("\"trace\": null") != std::string::npos);
   CHECK(entry.find("\"records\": 0}") != std::string::npos);
 }
