@@ -246,12 +246,6 @@ ExecTarget Target(const char* file, bool search, char* buf, size_t n) {
   return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr, preloadable};
 }
 
-// A spawned program's path for the learn table (or nullptr), and whether
-// it can be preloaded.
-ExecTarget SpawnTarget(const char* file, bool search, char* buf, size_t n) {
-  return Target(file, search, buf, n);
-}
-
 // When the run learned the command quiet, it runs without our library and
 // its journal entry is written here (taken back if the exec fails).
 template <typename Exec>
@@ -417,14 +411,16 @@ GT_EXPORT int execle(const char* path, const char* arg, ...) {
 GT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
                           const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   char buf[kPathMax];
-  return DoSpawn(pid, SpawnTarget(path, false, buf, sizeof buf), argv, envp,
-                 [&](char* const* e) { return GT_REAL(posix_spawn)(pid, path, fa, attr, argv, e); });
+  return DoSpawn(pid, Target(path, false, buf, sizeof buf), argv, envp, [&](char* const* e) {
+    return GT_REAL(posix_spawn)(pid, path, fa, attr, argv, e);
+  });
 }
 GT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   char buf[kPathMax];
-  return DoSpawn(pid, SpawnTarget(file, true, buf, sizeof buf), argv, envp,
-                 [&](char* const* e) { return GT_REAL(posix_spawnp)(pid, file, fa, attr, argv, e); });
+  return DoSpawn(pid, Target(file, true, buf, sizeof buf), argv, envp, [&](char* const* e) {
+    return GT_REAL(posix_spawnp)(pid, file, fa, attr, argv, e);
+  });
 }
 
 // --- exits that skip atexit -------------------------------------------------------
