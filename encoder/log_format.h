@@ -333,6 +333,12 @@ inline constexpr uint64_t kExitExec = uint64_t{1} << 32;  // kExitStatus: replac
 // the others by it (the launcher's judgement of quiet processes; the log is
 // read on the machine that wrote it).
 inline constexpr bool IsChildWaitCall(uint64_t sysno) { return sysno == SYS_wait4 || sysno == SYS_waitid; }
+// A process that used this much CPU time is worth a trace of its own (its
+// CPU samples say where the time went), whatever else it did: a long
+// `sha256sum`, `sort` or `xz` of one thread that never waits (README,
+// "Quiet processes stay quiet"). The launcher's judgement and the
+// process's own (preload/lifecycle.cc, ProveIfBusy) use the same figure.
+inline constexpr uint64_t kBusyCpuNs = 20'000'000;
 inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
 inline constexpr uint64_t kSwitchPreempt = 2;
 

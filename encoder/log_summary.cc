@@ -11,7 +11,7 @@ namespace gotrace {
 bool LogSummary::quiet() const {
   const uint64_t heap_moved = heap_max >= heap_min ? heap_max - heap_min : 0;
   return threads <= 1 && blocking_waits == 0 && creates == 0 && annotations == 0 &&
-         heap_moved < (uint64_t{1} << 20);
+         heap_moved < (uint64_t{1} << 20) && cpu_ns < log::kBusyCpuNs;
 }
 
 Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSummary* out) {
@@ -68,6 +68,14 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
           if (r.exit.status & log::kExitExec) out->exec_d = true;
           else out->exit_status = static_cast<int64_t>(r.exit.status & 0xffff);
           break;
+        case log::kCpuTime:
+          out->cpu_ns = std::max(out->cpu_ns, r.cputime.ns);
+          break;
+        case log::kThreadCpu: {
+          log::ThreadCpuFields tc;
+          if (log::ParseThreadCpu(r, &tc)) out->cpu_ns = std::max(out->cpu_ns, tc.ns);
+          break;
+        }
         case log::kChildExit:
           out->child_exits.push_back(log::ChildExit{static_cast<uint32_t>(r.child.pid),
                                                     static_cast<int>(r.child.status), r.ts});

@@ -45,6 +45,7 @@ struct LogSummary {
   uint64_t creates = 0;         // threads it started
   uint64_t annotations = 0;
   uint64_t heap_min = UINT64_MAX, heap_max = 0;
+  uint64_t cpu_ns = 0;  // CPU time of its busiest thread, as its last count said
   bool quiet() const;
 };
 

@@ -1089,6 +1089,30 @@ void EncodeInProcess(const char* out_path, bool announce) {
   }
 }
 
+namespace {
+// A process still unproven that has used log::kBusyCpuNs of CPU time is
+// worth a trace: its CPU samples say where the time went (a long
+// sha256sum, sort or xz that never waits got no trace and no samples).
+// Asked only once it has lived that long (its one thread cannot have used
+// more), at most once per tick: one system call per 10 ms of its records.
+GT_NOINLINE bool UsedBusyCpu() {
+  struct timespec ts {};
+  if (sys::Syscall6(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, reinterpret_cast<long>(&ts)) != 0)
+    return false;
+  const uint64_t ns =
+      static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return ns >= log::kBusyCpuNs;
+}
+// (Inline: a quiet command's exit runs this, and the rest of the text is
+// another 64 KiB window of code, a page fault.)
+GT_ALWAYS_INLINE void ProveIfBusy(uint64_t now) {
+  if (GT_UNLIKELY(g.unproven.load(std::memory_order_relaxed)) &&
+      now - g.start_ticks >= g.busy_ticks && UsedBusyCpu()) {
+    Materialize();
+  }
+}
+}  // namespace
+
 // Ends this image's trace. `for_exec`: the image is about to exec another.
 void CrashFlush(int sig, bool in_handler = false);
 
@@ -1112,7 +1136,20 @@ void Finalize(bool for_exec) {
   // The heap's last sample, while this thread may still record (_exit and
   // exec do not run the heap's own atexit handler; a second call after it
   // records nothing new). Not from a signal handler: see CrashFlush.
-  if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) FinishHeap();
+  // A busy process whose records since its first 20 ms (if any) came too
+  // rarely to tell, or a fork child that computed without recording
+  // anything (a subshell's arithmetic): its trace has its timeline,
+  // without samples. The fork child's one record is its CPU time.
+  if (!for_exec && t_state.depth == 0 && g.fork_log_pending.load(std::memory_order_acquire) &&
+      sys::Ticks() - g.start_ticks >= g.busy_ticks && UsedBusyCpu() && StartForkChildLog() != 0 &&
+      t_state.rec != nullptr) {
+    TracerScope tracer;
+    RecordCpuTime(t_state.rec, sys::Ticks(), sys::CurrentCpu());
+  }
+  if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+    FinishHeap();
+    ProveIfBusy(sys::Ticks());
+  }
   // Already ended (the destructor after the atexit handler), or a fork
   // child that recorded nothing: nothing to wait for, and no signal mask to
   // set and restore.
@@ -2124,6 +2161,7 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
   const uint64_t tps = sys::EstimateTicksPerSecond(g.start_ticks, g.start_ns);
   g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
   g.sync_ticks = tps / 100;  // 10 ms: see Commit
+  g.busy_ticks = tps / 1'000'000 * (log::kBusyCpuNs / 1000);  // ProveIfBusy
   // As the launcher judges a process quiet (log_summary.cc): a system call
   // of 1 ms, or of the block threshold if that is longer, is worth a trace.
   g.quiet_io_ticks = tps / 1'000'000 * std::max<uint64_t>(1'000'000, g.config.block_threshold_ns) / 1000;
@@ -2286,8 +2324,9 @@ void AppThreadCreating() {
 void KernelSchedTick(uint64_t now) {
   // Not while staged or unproven: a process still quiet gets no trace, and
   // the kernel's records (and the log they need) would be made for nothing
-  // (a long grep or sort, one reading a pipe). They start at its first tick
-  // after it turns worth a trace.
+  // (a grep or sort of a small file, one reading a pipe). They start at its
+  // first tick after it turns worth a trace, as a busy one does here.
+  if (!g.ending.load(std::memory_order_relaxed)) ProveIfBusy(now);
   if (now - g.start_ticks >= g.sync_ticks && g.app_threads.load(std::memory_order_relaxed) <= 1 &&
       !g.ending.load(std::memory_order_relaxed) && !g.unproven.load(std::memory_order_relaxed)) {
     MaybeStartKernelSched(/*second_thread=*/false);

@@ -153,6 +153,7 @@ struct Globals {
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
   Tick quiet_io_ticks = ~Tick{0};  // a system call this long is worth a trace (staging)
   Tick sync_ticks = ~Tick{0} / 4;  // how often each recording thread writes a clock sync
+  Tick busy_ticks = ~Tick{0} / 4;  // log::kBusyCpuNs in ticks (lifecycle.cc, ProveIfBusy)
   bool descendant = false;   // a child of the traced root (fork, exec'd, spawned)
   bool forked_image = false;  // this image began at a fork (not at an exec)
   int root_pid = 0;

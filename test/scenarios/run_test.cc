@@ -430,9 +430,14 @@ TEST_CASE("a fork child's log starts at its first record, its process at the for
   // bash, its subshell, the subshell's sleep, and bash's last command exec'd
   // in place.
   REQUIRE(Occurrences(index, "\"pid\": ") == 4);
-  // The subshell never exec'd: no command line of its own.
-  const std::string entry = ForkRow(index);
+  // The subshell never exec'd: it is listed by bash's command line, and
+  // ended by itself where bash exec'd /bin/true. Its 100 ms of computing
+  // make it worth a trace of its own.
+  std::string entry;
+  for (const std::string& row : IndexRows(index, "\"/bin/bash\""))
+    if (row.find("\"exit\": {\"code\":0}") != std::string::npos) entry = row;
   REQUIRE(!entry.empty());
+  CHECK_THAT(entry, Catch::Contains("\"quiet\": false"));
   const size_t d = entry.find("\"duration_ns\": ");
   REQUIRE(d != std::string::npos);
   const uint64_t ns = std::stoull(entry.substr(d + 15));
@@ -692,6 +697,55 @@ TEST_CASE(
   INFO(p.error);
   REQUIRE(p.ok);
   CHECK(p.Count("GoSleep") == 1);
+}
+
+TEST_CASE("staging: a process busy for 20 ms of CPU is worth a trace, with its CPU samples",
+          "[run][staging]") {
+  // One thread that never waits: by its waits, heap and threads it is
+  // quiet; by its CPU time it is where the job's time went.
+  TempDir dir;
+  const std::string spin = Scenario("cpu_spin");
+  const std::string script =
+      spin + " 250 --io 150 --silent\n" +  // recorded calls, then no more
+      spin + " 150 --silent\n" +           // no recorded call at all
+      spin + " 2 --silent\n" +             // short: stays quiet
+      // A subshell's arithmetic: no recorded call, no log started.
+      "( s=$EPOCHREALTIME; while (( ${EPOCHREALTIME/./} - ${s/./} < 60000 )); do :; done )\n"
+      "echo done\n";  // (last, the subshell would be bash itself)
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("c.trace")}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("c.trace.index.json"));
+  INFO(index);
+  const std::string io = IndexEntry(index, spin + "\", \"250");
+  const std::string calm = IndexEntry(index, spin + "\", \"150");
+  const std::string brief = IndexEntry(index, spin + "\", \"2");
+  CHECK_THAT(brief, Catch::Contains("\"quiet\": true") && Catch::Contains("\"trace\": null"));
+  // The subshell too, listed by bash's command line as bash is.
+  const std::vector<std::string> shells = IndexRows(index, "\"/bin/bash\"");
+  CHECK(shells.size() == 2);
+  for (const std::string& row : shells) {
+    CHECK_THAT(row, Catch::Contains("\"quiet\": false"));
+    REQUIRE(!EntryTrace(row).empty());
+    const ParsedTrace t = ParseWithGo(dir.File(EntryTrace(row)));
+    INFO(t.error);
+    CHECK(t.ok);
+  }
+  // Found busy at its exit: a trace of its running, without samples.
+  CHECK_THAT(calm, Catch::Contains("\"quiet\": false"));
+  REQUIRE(!EntryTrace(calm).empty());
+  const ParsedTrace c = ParseWithGo(dir.File(EntryTrace(calm)));
+  INFO(c.error);
+  CHECK(c.ok);
+  // Found busy at a tick of its recorded calls, 20 to 30 ms in: the
+  // kernel's CPU samples from then on, its 300-odd ms of spinning in them.
+  CHECK_THAT(io, Catch::Contains("\"quiet\": false"));
+  REQUIRE(!EntryTrace(io).empty());
+  const ParsedTrace p = ParseWithGo(dir.File(EntryTrace(io)));
+  INFO(p.error);
+  REQUIRE(p.ok);
+  if (PerfDenied(r.err)) return;
+  CHECK(p.Count("CPUSample") >= 10);  // 100 per second of CPU time: about 35
 }
 
 TEST_CASE("staging: a process killed while it waits on a pipe is recovered from its log", "[run][staging]") {
