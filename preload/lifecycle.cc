@@ -1945,13 +1945,25 @@ void AtForkChild() {
     g.log_fd = -1;
     g.flusher_running.store(false);
   }
+  // Forked by a signal handler that interrupted a recorded call (PostgreSQL
+  // 15's postmaster starts its walwriter, autovacuum and startup processes
+  // from its SIGCHLD and SIGUSR1 handlers while it sits in select): the
+  // call's hook scope is the parent's, and at its depth every hook of the
+  // child passed through all its life (listed traced, nothing recorded).
+  // The child starts outside any hook. Should the handler return into
+  // that hook, its end writes to the record this thread then has in the
+  // child's log (the slot it had in the parent: PoolForgetForChild) or
+  // finds the log moved, and its scope's end finds the depth at zero
+  // (~HookScope).
+  const bool in_hook = t_state.depth != 0 && !InTracer();
+  if (in_hook) t_state.depth = 0;
   // No ErrnoGuard: nothing below sets errno (raw system calls), and its
   // __errno_location was a page fault of libc's code in every fork child
   // of a traced shell (issue 18).
   TracerScope tracer;
   // The parent's slots are mapped here (MAP_SHARED): nothing may write to
   // them, followed or not (replaced when the child starts a log).
-  PoolForgetForChild();
+  PoolForgetForChild(in_hook);
   if (!g.config.follow) return;
   // Its parent is the process that forked it (a pending child's parent is
   // not in StartLog's getppid yet, and this one's entry may be written

@@ -76,6 +76,7 @@ size_t g_region_bytes = 0;
 size_t g_rec_bytes = 0;   // a thread record, page-rounded
 size_t g_pool_stride = 0;
 std::atomic<uint32_t> g_pool_used{0};                 // high-water mark
+uint32_t g_child_first_slot = 0;  // a fork child's first record (PoolForgetForChild)
 std::atomic<uint64_t> g_free_head{0xffffffffull};     // tag << 32 | index
 GT_LARGE_BSS std::atomic<uint32_t> g_free_next[kMaxThreads];       // next index in the free list
 uint32_t g_max_threads = kMaxThreads;  // records the pool has room for (PoolInit)
@@ -121,16 +122,26 @@ bool PoolInit(size_t buffer_kb) {
 }
 uint32_t PoolUsed() { return std::min(g_pool_used.load(std::memory_order_acquire), g_max_threads); }
 ThreadRec* PoolSlot(uint32_t i) { return Slot(i); }
-void PoolForgetForChild() {
+void PoolForgetForChild(bool keep_slot) {
   // Only the calling thread survives a fork, and the region maps the
   // parent's log: nothing of it is the child's, and nothing may write it.
   // No path reaches it without a record of this thread's (cleared here) or
   // without recording (the caller unbound); the region itself is replaced
   // when the child starts a log (PoolResetIfForked): a shell's fork that
   // only execs, or exits, never pays for the mmap and what it unmaps.
+  // (Written only then: a shell's fork child writes no page it need not.
+  // By its address: the records are wiped in a fork child.)
+  if (keep_slot && t_state.rec != nullptr) {
+    g_child_first_slot = static_cast<uint32_t>(
+        (reinterpret_cast<uint8_t*>(t_state.rec) - PoolBase()) / g_pool_stride);
+  }
   t_state.rec = nullptr;
   t_state.status = kThreadNew;
-  t_state.bound = 0;
+  // A scope of the parent's that ends here before this thread records in
+  // the child's log must find its log moved (LogMoved): 2 is neither a
+  // bind (odd) nor unbound (0, as a fork child's pending log is). It wrote
+  // into the parent's slot, and the child died of it.
+  t_state.bound = keep_slot ? 2 : 0;
   g.pool_reset_pending = true;
 }
 
@@ -150,7 +161,9 @@ void PoolResetForChild() {
   // it is ours. One mmap replaces it with fresh memory.
   g.pool_reset_pending = false;
   sys::MapForkFresh(g_region, g_region_bytes);
-  g_pool_used.store(0, std::memory_order_relaxed);
+  // (The slots below a kept one stay unused: untouched memory.)
+  g_pool_used.store(g_child_first_slot, std::memory_order_relaxed);
+  if (g_child_first_slot != 0) g_child_first_slot = 0;
   g_free_head.store(0xffffffffull, std::memory_order_relaxed);
   g_proc.file_gen = 0;
   g_kern.file_gen = 0;

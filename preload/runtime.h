@@ -349,7 +349,9 @@ class HookScope {
     if (GT_UNLIKELY(t_state.bound != bind)) rec_ = RegisterCurrentThreadSlow(0, 0, log::kThreadExisted);
   }
   GT_ALWAYS_INLINE ~HookScope() {
-    if (entered_) --t_state.depth;
+    // (At zero: a scope of the parent's, ended in a child forked by a
+    // signal handler that interrupted it; AtForkChild.)
+    if (entered_ && GT_LIKELY(t_state.depth != 0)) --t_state.depth;
   }
   HookScope(const HookScope&) = delete;
   HookScope& operator=(const HookScope&) = delete;

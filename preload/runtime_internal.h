@@ -42,7 +42,10 @@ ThreadRec* PoolSlot(uint32_t i);
 void PoolResetForChild();
 // A fork child: forgets the parent's records at once, and replaces the
 // region (PoolResetForChild) only when it starts a log (PoolResetIfForked).
-void PoolForgetForChild();
+// `keep_slot`: the calling thread's record, when the child records, takes
+// the slot its record had in the parent (a hook scope of the parent's
+// that resumes in the child writes to the record it holds: AtForkChild).
+void PoolForgetForChild(bool keep_slot);
 void PoolResetIfForked();
 
 // The stack depot (and the unwinder's row cache): DepotInit asks for a new
