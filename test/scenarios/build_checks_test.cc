@@ -137,7 +137,8 @@ TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB wi
       {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
        "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
        "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc",
-       "_ZN7gotrace11SkipTracingEPKcPKPc", "gotrace_fini"},
+       "_ZN7gotrace11SkipTracingEPKcPKPc", "_ZN7gotrace8internal18PoolForgetForChildEb",
+       "__do_global_dtors_aux", "_ZN7gotrace12_GLOBAL__N_14FiniEv", "gotrace_fini"},
       lo, hi);
 }
 
