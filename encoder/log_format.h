@@ -353,6 +353,11 @@ enum SchedSource : uint8_t {
 
 inline constexpr uint64_t kThreadExisted = 1;    // kThreadStart flags
 inline constexpr uint64_t kThreadMain = 2;
+// With kThreadExisted: the thread began after the log did, not through the
+// interposed pthread_create (libc's own: timer_create's SIGEV_THREAD
+// helpers, aio; a raw clone): it is shown from its first record, not as
+// runnable since the trace began.
+inline constexpr uint64_t kThreadLate = 4;
 
 inline constexpr uint32_t kMaxStackDepth = 128;  // PCs per kStackDef
 // kStackDef's epoch field: the stack was cut short (see kStackDef).

@@ -479,8 +479,10 @@ void Replay::Snapshot(Tick t0) {
   for (uint32_t s = 0; s < streams.size(); ++s) {
     const log::Stream& st = streams[s];
     if (st.serial == log::kProcessSerial || st.serial == log::kKernelSerial) continue;
-    const bool existed = !st.has_thread_start || st.start.create_id == 0 ||
-                         (st.start.flags & log::kThreadExisted) != 0;
+    const bool existed =
+        !st.has_thread_start ||
+        ((st.start.create_id == 0 || (st.start.flags & log::kThreadExisted) != 0) &&
+         (st.start.flags & log::kThreadLate) == 0);
     if (!existed) continue;
     Thread& t = threads_[s];
     Emit(0, go::kEvGoCreate, {t.goid, StartStackOf(t, 0), 0});

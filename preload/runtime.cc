@@ -1306,6 +1306,43 @@ bool AbandonedScope(uintptr_t frame) {
          frame >= r->stack_lo && frame < r->stack_hi;
 }
 
+namespace {
+// Whether the calling thread began after this image's log did
+// (its kernel start time, /proc/thread-self/stat's 22nd field, in clock
+// ticks since boot: 10 ms here; within the log's first tick it counts as
+// older). A thread first seen recording, not made through our
+// pthread_create, is either older than the log (a window's, a constructor
+// of a library loaded before ours) or libc's own (kThreadLate). Raw system
+// calls; once per such thread.
+bool StartedSinceLog() {
+  char buf[512];
+  const long fd = sys::OpenAt(-100, "/proc/thread-self/stat", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const long n = sys::Read(static_cast<int>(fd), buf, sizeof buf - 1);
+  sys::Close(static_cast<int>(fd));
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // After the command's closing parenthesis: field 3 (state) on; the start
+  // time is the 20th of those.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return false;
+  for (int field = 2; field < 22 && *p != '\0'; ++p)
+    if (*p == ' ') ++field;
+  uint64_t jiffies = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) jiffies = jiffies * 10 + static_cast<uint64_t>(*p - '0');
+  const uint64_t hz = getauxval(AT_CLKTCK);
+  if (jiffies == 0 || hz == 0) return false;
+  struct timespec boot {};
+  if (clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return false;
+  const uint64_t mono = sys::MonotonicNs();
+  const uint64_t boot_ns =
+      static_cast<uint64_t>(boot.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(boot.tv_nsec);
+  if (mono < g.start_ns || boot_ns < mono - g.start_ns) return false;
+  const uint64_t log_start_boot = boot_ns - (mono - g.start_ns);
+  return jiffies * (1'000'000'000ull / hz) >= log_start_boot;
+}
+}  // namespace
+
 ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags) {
   const uint32_t bind = g.bind.load(std::memory_order_acquire);
   if (bind == 0) return nullptr;
@@ -1372,6 +1409,9 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
       create_id = 0;
       start_pc = r->start_pc;
       flags = r->thread_flags | log::kThreadExisted;
+    } else if ((flags & (log::kThreadExisted | log::kThreadMain)) == log::kThreadExisted &&
+               StartedSinceLog()) {
+      flags |= log::kThreadLate;
     }
     r->s.w.ThreadStart(now, sys::CurrentCpu(), create_id, start_pc, r->self, flags);
     Commit(r);

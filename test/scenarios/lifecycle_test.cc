@@ -137,6 +137,28 @@ TEST_CASE("every way to end the process leaves a complete trace", "[lifecycle]")
   if (way.status == -6) CHECK_THAT(s.traced.err, Catch::Contains("the program crashed (signal 6)"));
 }
 
+TEST_CASE("a thread libc starts by itself is shown from its first record, not from the start",
+          "[lifecycle]") {
+  // timer_create's SIGEV_THREAD notification runs on a thread glibc makes
+  // without the public pthread_create: it was shown runnable from the
+  // trace's start, 100 ms before it existed.
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("late_thread")}, dir);
+  CHECK(s.plain.out == "late\n");
+  const size_t at = s.traced.err.find("late ");
+  REQUIRE(at != std::string::npos);
+  const uint64_t tid = std::stoull(s.traced.err.substr(at + 5));
+  int64_t created = -1, slept = -1;
+  for (const GoEvent& e : s.parsed.events) {
+    if (e.name == "GoCreate" && e.args.count("g") && e.args.at("g") == tid) created = e.ts;
+    if (e.name == "GoSleep" && e.g == tid) slept = e.ts;
+  }
+  INFO("created at " << created << " ns, slept at " << slept << " ns");
+  REQUIRE(slept > 0);
+  CHECK(created >= 80'000'000);  // after main's 100 ms nap (the first event: main's)
+  CHECK(created <= slept);
+}
+
 TEST_CASE("exit while 3 threads are blocked: they end blocked, not running", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "blocked3"}, dir);
