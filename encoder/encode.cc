@@ -14,6 +14,7 @@
 
 #include "encoder/go_trace_writer.h"
 #include "encoder/log_reader.h"
+#include "encoder/numbered_name.h"
 #include "encoder/stack_table.h"
 
 namespace gotrace {
@@ -22,19 +23,6 @@ namespace {
 bool Exists(const std::string& p) {
   struct stat st;
   return ::lstat(p.c_str(), &st) == 0;
-}
-
-// "dir/name.ext" -> "dir/name.N.ext" (the extension is kept last so that
-// tools that look at it still recognise the file).
-std::string WithSuffix(const std::string& path, unsigned n) {
-  const size_t slash = path.rfind('/');
-  const size_t dot = path.rfind('.');
-  const std::string num = "." + std::to_string(n);
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
-      dot == (slash == std::string::npos ? 0 : slash + 1)) {
-    return path + num;
-  }
-  return path.substr(0, dot) + num + path.substr(dot);
 }
 
 // Where the trace is written until it is complete: an unnamed file in the

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "encoder/ctl_client.h"
+#include "encoder/numbered_name.h"
 #include "encoder/proc_files.h"
 #include "encoder/quiet_journal.h"
 
@@ -981,6 +982,23 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
       Exec(path, args);
     }
     tmpl = std::string(cwd) + "/" + tmpl;
+  }
+  // A rerun into the same name: the program's trace would take the first
+  // free number by itself (NAME.1.trace), but its children's traces kept
+  // NAME.trace.PID among the earlier run's. The whole run takes the number:
+  // the program's, its children's and the index's names.
+  if (tmpl.find('%') == std::string::npos) {
+    const auto taken = [](const std::string& p) {
+      struct stat st;
+      return lstat(p.c_str(), &st) == 0 || lstat((p + ".index.json").c_str(), &st) == 0;
+    };
+    for (unsigned n = 1; n < 10000 && taken(tmpl); ++n) {
+      const std::string cand = WithSuffix(tmpl, n);
+      if (taken(cand)) continue;
+      tmpl = cand;
+      setenv("GOTRACE_OUT", tmpl.c_str(), 1);
+      break;
+    }
   }
   const std::string outdir = Dir(tmpl);
   const std::string base = tmpl.substr(tmpl.rfind('/') + 1);

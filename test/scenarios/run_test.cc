@@ -500,6 +500,29 @@ TEST_CASE("a background job whose parent ended first is listed under that parent
   CHECK(bg_ppid == inner_pid);
 }
 
+TEST_CASE("a rerun into the same -o: the whole run takes the next number, children and index too",
+          "[run]") {
+  TempDir dir;
+  const std::vector<std::string> job = {"-o", dir.File("r.trace"),         "--", "/bin/bash",
+                                        "-c", "/bin/sleep 0.02; /bin/true"};
+  for (int run = 0; run < 2; ++run) {
+    const ProcResult r = Wrap(job, dir);
+    INFO(r.Describe() << "\n" << r.err);
+    REQUIRE(r.Exited(0));
+  }
+  // The second run: r.1.trace, r.1.trace.PID for its sleep, r.1.trace.index.json naming both.
+  const std::string index = Slurp(dir.File("r.1.trace.index.json"));
+  INFO(index);
+  const std::string sleep = IndexEntry(index, "/bin/sleep");
+  const std::string trace = EntryTrace(sleep);
+  CHECK(trace.rfind("r.1.trace.", 0) == 0);
+  CHECK(fs::exists(dir.File(trace)));
+  CHECK(fs::exists(dir.File("r.1.trace")));
+  // The first run's files are as it left them.
+  const std::string first = Slurp(dir.File("r.trace.index.json"));
+  CHECK(EntryTrace(IndexEntry(first, "/bin/sleep")).rfind("r.trace.", 0) == 0);
+}
+
 TEST_CASE("the summary counts processes, and their images apart", "[run]") {
   // One process that execs twice (sh, env, sh) and its two children: it
   // said "5 processes ran", one row per image.
