@@ -620,12 +620,13 @@ int FinishRun(const GotraceFinishRequest& req) {
         if (req.quiet) {
           // (nothing to say)
         } else if (exited) {
-          std::fprintf(
-              stderr,
-              "%s: recovered %s (%s events) from the log of a process that exited (status %d) "
-              "without running libc's exit (a raw exit_group system call, as Go programs end)\n",
-              prog, it.written.c_str(), Grouped(it.stats.events).c_str(),
-              WEXITSTATUS(static_cast<int>(st)));
+          // Not "recovered": nothing went wrong (a Go program's every run).
+          std::fprintf(stderr,
+                       "%s: wrote %s (%s events) from the log of a process that ended by a raw "
+                       "exit_group system call (status %d), as Go programs end; view with: go "
+                       "tool trace %s\n",
+                       prog, shown(it.written).c_str(), Grouped(it.stats.events).c_str(),
+                       WEXITSTATUS(static_cast<int>(st)), shown(it.written).c_str());
         } else {
           std::fprintf(stderr, "%s: recovered %s (%s events) from the log of a process killed before it could write it\n",
                        prog, it.written.c_str(), Grouped(it.stats.events).c_str());

@@ -948,9 +948,9 @@ TEST_CASE("a Go program ends by a raw exit_group: its log becomes its trace, wit
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out.rfind("go version go1.", 0) == 0);
-  CHECK(
-      r.err.find("from the log of a process that exited (status 0) without running libc's exit") !=
-      std::string::npos);
+  CHECK(r.err.find("wrote " + dir.File("g.trace") + " (") != std::string::npos);
+  CHECK(r.err.find("from the log of a process that ended by a raw exit_group system call (status "
+                   "0), as Go programs end; view with: go tool trace ") != std::string::npos);
   CHECK(r.err.find("killed") == std::string::npos);
   const std::string index = Slurp(dir.File("g.trace.index.json"));
   INFO(index);
