@@ -176,7 +176,17 @@ bool MayExecSearch(const char* file, char* buf, size_t n, const char** found) {
   }
 }
 
-extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+// Our own ELF class and machine, as constants: reading them from our ELF
+// header (__ehdr_start) was a page fault of the library's first page in
+// every exec'ing fork child of a traced shell.
+constexpr unsigned char kOurClass = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+#if defined(__x86_64__)
+constexpr unsigned kOurMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr unsigned kOurMachine = EM_AARCH64;
+#else
+#error "the ELF machine of this architecture"
+#endif
 
 // Problem: the loader preloads our library only into a dynamically linked
 // program of its own class and machine. A 32-bit program got "ERROR:
@@ -187,12 +197,13 @@ extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 // interpreter, two levels deep, as the kernel allows more) is such a
 // program: an ELF of our class and machine with an interpreter (PT_INTERP).
 // Anything it cannot read or tell is taken as preloadable. Raw system calls:
-// a shell's fork child runs this before each exec.
+// a shell's fork child runs this before each exec, in 1 KiB of stack (each
+// page of it below the shell's own frames is a fault in the child).
 bool Preloadable(const char* path, int depth = 0) {
   if (path == nullptr || depth > 2) return true;
   const long fd = sys::OpenAt(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return true;
-  alignas(8) char head[256];
+  alignas(8) char head[1024];
   const long n = sys::Pread(static_cast<int>(fd), head, sizeof head - 1, 0);
   bool ok = true;
   if (n >= 2 && head[0] == '#' && head[1] == '!') {
@@ -206,19 +217,33 @@ bool Preloadable(const char* path, int depth = 0) {
     return *p != '/' || Preloadable(p, depth + 1);
   }
   if (n >= static_cast<long>(sizeof(ElfW(Ehdr))) && memcmp(head, ELFMAG, SELFMAG) == 0) {
-    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(head);
-    if (eh->e_ident[EI_CLASS] != __ehdr_start.e_ident[EI_CLASS] ||
-        eh->e_machine != __ehdr_start.e_machine) {
+    ElfW(Ehdr) eh;
+    std::memcpy(&eh, head, sizeof eh);
+    if (eh.e_ident[EI_CLASS] != kOurClass || eh.e_machine != kOurMachine) {
       ok = false;
-    } else if (eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phnum > 0 && eh->e_phnum <= 64) {
-      ElfW(Phdr) ph[64];
-      const size_t bytes = sizeof(ElfW(Phdr)) * eh->e_phnum;
-      if (sys::Pread(static_cast<int>(fd), ph, bytes, static_cast<long>(eh->e_phoff)) ==
-          static_cast<long>(bytes)) {
-        ok = false;
-        for (int i = 0; i < eh->e_phnum; ++i)
-          if (ph[i].p_type == PT_INTERP) ok = true;
+    } else if (eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum > 0 && eh.e_phnum <= 64) {
+      // The program headers, in `head`'s bytes if they are there (they
+      // follow the ELF header in what linkers write), else read into it.
+      constexpr size_t kPer = sizeof head / sizeof(ElfW(Phdr));
+      bool interp = false, read_all = true;
+      for (size_t i = 0; i < eh.e_phnum; i += kPer) {
+        const size_t k = eh.e_phnum - i < kPer ? eh.e_phnum - i : kPer;
+        const size_t off = eh.e_phoff + i * sizeof(ElfW(Phdr));
+        const size_t bytes = k * sizeof(ElfW(Phdr));
+        const char* at = head + off;
+        if (i != 0 || off + bytes > static_cast<size_t>(n)) {
+          read_all = sys::Pread(static_cast<int>(fd), head, bytes, static_cast<long>(off)) ==
+                     static_cast<long>(bytes);
+          if (!read_all) break;
+          at = head;
+        }
+        for (size_t j = 0; j < k; ++j) {
+          ElfW(Phdr) ph;
+          std::memcpy(&ph, at + j * sizeof ph, sizeof ph);
+          if (ph.p_type == PT_INTERP) interp = true;
+        }
       }
+      if (read_all) ok = interp;
     }
   }
   sys::Close(static_cast<int>(fd));

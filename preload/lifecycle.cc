@@ -2454,10 +2454,28 @@ int ParentPid() {
   return g.ppid != 0 ? static_cast<int>(g.ppid) : static_cast<int>(sys::GetPPid());
 }
 
+namespace {
+// The exec path's literals, on g's first page (GT_FORK_HOT, which a fork
+// child writes anyway): read from .rodata they were one more page fault in
+// every exec'ing fork child of a traced shell. (Not const: the section is
+// writable data.)
+struct ExecLiterals {
+  char ld_preload[12] = "LD_PRELOAD=";
+  char root_pid[18] = "GOTRACE_ROOT_PID=";
+  char image[15] = "GOTRACE_IMAGE=";
+  char ncpus[15] = "GOTRACE_NCPUS=";
+  char asan[14] = "ASAN_OPTIONS=";
+  char asan_add[38] = "ASAN_OPTIONS=verify_asan_link_order=0";
+  char asan_name[23] = "verify_asan_link_order";
+  char list[25] = "LD_TRACE_LOADED_OBJECTS=";
+};
+GT_FORK_HOT ExecLiterals g_lit;
+}  // namespace
+
 void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes) {
   size_t n = 0, bytes = 16;
   for (; envp != nullptr && envp[n] != nullptr; ++n)
-    if (StartsWith(envp[n], "LD_PRELOAD=")) bytes = std::max(bytes, sys::StrLen(envp[n]) + 1);
+    if (StartsWith(envp[n], g_lit.ld_preload)) bytes = std::max(bytes, sys::StrLen(envp[n]) + 1);
   *ptrs = std::min(n + 5, ExecEnv::kMax);  // ours (3, ASAN_OPTIONS) and the terminating null
   *preload_bytes = std::min(bytes, ExecEnv::kMaxPreload);
 }
@@ -2474,18 +2492,17 @@ void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes) {
 // Returns the entry to use in place of `e` (`e` nullptr: the program passes
 // none on; the entry to add); programs without ASan ignore the variable.
 const char* AsanOptions(const char* e, ExecEnv* env) {
-  static const char kAdd[] = "ASAN_OPTIONS=verify_asan_link_order=0";
-  if (e == nullptr) return kAdd;
+  if (e == nullptr) return g_lit.asan_add;
   const char* v = e + 13;  // after "ASAN_OPTIONS="
   for (const char* p = v; *p != '\0'; ++p)
-    if (StartsWith(p, "verify_asan_link_order")) return e;
-  static const char kKey[] = "verify_asan_link_order=0";
+    if (StartsWith(p, g_lit.asan_name)) return e;
+  const char* key = g_lit.asan_add + 13;  // "verify_asan_link_order=0"
   sys::Line l(env->asan, sizeof env->asan);
   l.Str(e);
   if (*v != '\0') l.Char(':');
-  l.Str(kKey);
+  l.Str(key);
   // Too long to fit: passed on as it was.
-  const size_t want = sys::StrLen(e) + (*v != '\0' ? 1 : 0) + sizeof kKey - 1;
+  const size_t want = sys::StrLen(e) + (*v != '\0' ? 1 : 0) + sys::StrLen(key);
   return l.size() == want ? env->asan : e;
 }
 
@@ -2497,41 +2514,44 @@ const char* AsanOptions(const char* e, ExecEnv* env) {
 namespace {
 bool ListsLibraries(char* const* envp) {
   for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i)
-    if (StartsWith(envp[i], "LD_TRACE_LOADED_OBJECTS=")) return true;
+    if (StartsWith(envp[i], g_lit.list)) return true;
   return false;
 }
 }  // namespace
 
-bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced) {
+// (No store merging: GCC's SLP vectorizer set sys::Line's fields from a
+// 16-byte constant in .rodata, a page fault in every exec'ing fork child.)
+__attribute__((optimize("no-tree-slp-vectorize"))) bool ExecEnvironment(char* const* envp,
+                                                                        ExecEnv* env,
+                                                                        bool untraced) {
   const bool follow = g.config.follow && !untraced && !ListsLibraries(envp);
   bool asan_seen = false;
-  sys::Line(env->root, sizeof env->root).Str("GOTRACE_ROOT_PID=").U64(static_cast<uint64_t>(g.root_pid));
+  sys::Line(env->root, sizeof env->root).Str(g_lit.root_pid).U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)
-      .Str("GOTRACE_IMAGE=")
+      .Str(g_lit.image)
       .U64(static_cast<uint64_t>(g.pid))
       .Char(':')
       .U64(g.image + 1)
       .Char(':')
       .U64(g.ppid);
-  sys::Line(env->ncpus, sizeof env->ncpus).Str("GOTRACE_NCPUS=").U64(g.ncpus);
+  sys::Line(env->ncpus, sizeof env->ncpus).Str(g_lit.ncpus).U64(g.ncpus);
   size_t n = 0;
   for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {
     const char* e = envp[i];
-    if (StartsWith(e, "GOTRACE_ROOT_PID=") || StartsWith(e, "GOTRACE_IMAGE=") ||
-        StartsWith(e, "GOTRACE_NCPUS=")) {
+    if (StartsWith(e, g_lit.root_pid) || StartsWith(e, g_lit.image) || StartsWith(e, g_lit.ncpus)) {
       continue;
     }
     if (n + 5 >= env->cap) return false;
-    if (follow && StartsWith(e, "ASAN_OPTIONS=")) {
+    if (follow && StartsWith(e, g_lit.asan)) {
       env->ptrs[n++] = const_cast<char*>(AsanOptions(e, env));
       asan_seen = true;
       continue;
     }
-    if (!follow && StartsWith(e, "LD_PRELOAD=")) {
+    if (!follow && StartsWith(e, g_lit.ld_preload)) {
       // GOTRACE_FOLLOW=0: the children run untraced; keep the user's other
       // preloads (LD_PRELOAD is separated by colons or spaces, ld.so(8)).
       sys::Line l(env->preload, env->preload_cap);
-      l.Str("LD_PRELOAD=");
+      l.Str(g_lit.ld_preload);
       bool first = true;
       for (const char* p = e + 11; *p != '\0';) {
         const char* q = p;
