@@ -573,6 +573,24 @@ int FinishRun(const GotraceFinishRequest& req) {
     const log::ChildExit* c = reaping(it);
     return c != nullptr ? c->status : -1;
   };
+  // A fork child with a trace says its command line at its end (its title,
+  // as a server's workers set it); one killed first (SIGKILL, a CI
+  // timeout) said nothing: its parent's, as README promises when the
+  // child's own cannot be read (the latest parent of that pid that began
+  // before it: pids are reused).
+  for (Item& it : items) {
+    if (!it.sum.argv.empty() || it.quiet || it.sum.skipped || !it.killed) continue;
+    const Item* parent = nullptr;
+    for (const Item& p : items) {
+      if (p.sum.pid != it.sum.ppid || p.sum.argv.empty() || p.sum.start_ns > it.sum.start_ns)
+        continue;
+      if (parent == nullptr || p.sum.start_ns > parent->sum.start_ns) parent = &p;
+    }
+    if (parent != nullptr) {
+      it.sum.argv = parent->sum.argv;
+      if (it.sum.exe.empty()) it.sum.exe = parent->sum.exe;
+    }
+  }
   // A duration is known unless the process was not traced and nobody traced
   // reaped it.
   auto duration_of = [&](const Item& it) -> int64_t {

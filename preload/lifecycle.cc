@@ -633,7 +633,9 @@ void NoteKernelSchedLater() {
     StartKernelSched(/*stack_copies=*/false);
     return;
   }
-  static const char kWhy[] = "not started: one thread, shorter than 10 ms";
+  // (Replaced if they start: a second thread, or a recorded call after 10
+  // ms in a process worth a trace.)
+  static const char kWhy[] = "not started: one thread, no recorded call after its first 10 ms";
   ProcLock lock;
   ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(sizeof kWhy)), false);
   ProcWriter().SchedInfo(sys::Ticks(), 0, log::kSchedInfer, 0, std::string_view(kWhy, sizeof kWhy - 1));
@@ -1139,12 +1141,18 @@ void Finalize(bool for_exec) {
   // A busy process whose records since its first 20 ms (if any) came too
   // rarely to tell, or a fork child that computed without recording
   // anything (a subshell's arithmetic): its trace has its timeline,
-  // without samples. The fork child's one record is its CPU time.
-  if (!for_exec && t_state.depth == 0 && g.fork_log_pending.load(std::memory_order_acquire) &&
-      sys::Ticks() - g.start_ticks >= g.busy_ticks && UsedBusyCpu() && StartForkChildLog() != 0 &&
-      t_state.rec != nullptr) {
-    TracerScope tracer;
-    RecordCpuTime(t_state.rec, sys::Ticks(), sys::CurrentCpu());
+  // without samples. A fork child's log starts now if it had none, and
+  // its CPU time is a record of its own (with GOTRACE_SCHED=kernel its log
+  // began at the fork, and the kernel's samples alone were no event: the
+  // log was removed as empty, and the process was missing from the index).
+  if (!for_exec && t_state.depth == 0 && g.forked_image &&
+      sys::Ticks() - g.start_ticks >= g.busy_ticks && UsedBusyCpu()) {
+    if (g.fork_log_pending.load(std::memory_order_acquire)) (void)StartForkChildLog();
+    if (t_state.rec != nullptr && t_state.bound == g.bind.load(std::memory_order_acquire) &&
+        g.phase.load(std::memory_order_acquire) == Phase::kReady) {
+      TracerScope tracer;
+      RecordCpuTime(t_state.rec, sys::Ticks(), sys::CurrentCpu());
+    }
   }
   if (t_state.depth == 0 && g.phase.load(std::memory_order_acquire) == Phase::kReady) {
     FinishHeap();
@@ -1186,6 +1194,11 @@ void Finalize(bool for_exec) {
   // own. Under a launcher that encodes later (GOTRACE_DEFER) any other
   // process's log stays, also a quiet one: the run's index lists it.
   if (!events && (for_exec || g.descendant) && !(g.config.defer && !g.forked_image)) {
+    // A fork child that ends here (not by an exec) is one of the run's
+    // processes all the same: listed as a quiet one, as if its log had
+    // never begun (PendingForkEnd).
+    if (!for_exec && g.forked_image && g.config.defer)
+      QuietEntry(g.exit_status.load(std::memory_order_acquire));
     sys::Unlink(g.log_path);
     return;
   }
@@ -1957,36 +1970,43 @@ void AtForkChild() {
   // (~HookScope).
   const bool in_hook = t_state.depth != 0 && !InTracer();
   if (in_hook) t_state.depth = 0;
-  // No ErrnoGuard: nothing below sets errno (raw system calls), and its
-  // __errno_location was a page fault of libc's code in every fork child
-  // of a traced shell (issue 18).
-  TracerScope tracer;
-  // The parent's slots are mapped here (MAP_SHARED): nothing may write to
-  // them, followed or not (replaced when the child starts a log).
-  PoolForgetForChild(in_hook);
-  if (!g.config.follow) return;
-  // Its parent is the process that forked it (a pending child's parent is
-  // not in StartLog's getppid yet, and this one's entry may be written
-  // after its parent died and it was reparented).
-  g.ppid = static_cast<uint32_t>(g.pid);
-  g.pid = sys::GetPid();
-  // Two stores, not one of a constant the compiler keeps in our read-only
-  // data for them both: its page was a fault in every fork child (issue 18).
-  __atomic_store_n(&g.descendant, true, __ATOMIC_RELAXED);
-  __atomic_store_n(&g.forked_image, true, __ATOMIC_RELAXED);
-  g.image = 0;
-  // One thread now: this one, counted whether or not it was before.
-  g.app_threads.store(1, std::memory_order_relaxed);
-  g.flusher_retired.store(false);
-  // The thread's live key is set when the child starts its log
-  // (StartForkChildLog): a child that execs or exits first never needs it,
-  // and pthread_setspecific was one more page of libc's code per fork.
-  // The process began now: its log's start, whenever the log is made.
-  g.start_ns = sys::MonotonicNs();
-  g.start_ticks = sys::Ticks();
-  g.kernel_tried.store(true);  // nothing to attach the kernel's records to yet
-  g.phase.store(Phase::kShutdown, std::memory_order_release);
-  g.fork_log_pending.store(true, std::memory_order_release);
+  {
+    // No ErrnoGuard: nothing below sets errno (raw system calls), and its
+    // __errno_location was a page fault of libc's code in every fork child
+    // of a traced shell (issue 18).
+    TracerScope tracer;
+    // The parent's slots are mapped here (MAP_SHARED): nothing may write to
+    // them, followed or not (replaced when the child starts a log).
+    PoolForgetForChild(in_hook);
+    if (!g.config.follow) return;
+    // Its parent is the process that forked it (a pending child's parent is
+    // not in StartLog's getppid yet, and this one's entry may be written
+    // after its parent died and it was reparented).
+    g.ppid = static_cast<uint32_t>(g.pid);
+    g.pid = sys::GetPid();
+    // Two stores, not one of a constant the compiler keeps in our read-only
+    // data for them both: its page was a fault in every fork child (issue 18).
+    __atomic_store_n(&g.descendant, true, __ATOMIC_RELAXED);
+    __atomic_store_n(&g.forked_image, true, __ATOMIC_RELAXED);
+    g.image = 0;
+    // One thread now: this one, counted whether or not it was before.
+    g.app_threads.store(1, std::memory_order_relaxed);
+    g.flusher_retired.store(false);
+    // The thread's live key is set when the child starts its log
+    // (StartForkChildLog): a child that execs or exits first never needs it,
+    // and pthread_setspecific was one more page of libc's code per fork.
+    // The process began now: its log's start, whenever the log is made.
+    g.start_ns = sys::MonotonicNs();
+    g.start_ticks = sys::Ticks();
+    g.kernel_tried.store(true);  // nothing to attach the kernel's records to yet
+    g.phase.store(Phase::kShutdown, std::memory_order_release);
+    g.fork_log_pending.store(true, std::memory_order_release);
+  }
+  // GOTRACE_SCHED=kernel: the kernel's records in every process from its
+  // start (README), a fork child's too, whose log would otherwise start at
+  // its first recorded call, if any (a subshell that computes, a child
+  // that only writes through stdio: no samples, no timeline).
+  if (GT_UNLIKELY(g.config.sched == SchedMode::kKernel)) (void)StartForkChildLog();
 }
 
 // Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n:ppid") from the
@@ -2231,10 +2251,13 @@ uint32_t StartForkChildLog() {
   // would have started the log) is not. It is counted (AtForkChild set
   // app_threads to 1) whether or not it was in the parent: its end ends
   // the count.
+  // It ran from the fork on: its start is dated there (else it showed as
+  // runnable until its first record, a whole computation's time in a
+  // subshell that records nothing before its end).
   if (sys::GetTid() == g.pid) {
     if (g_live_key_ok) pthread_setspecific(g_live_key, reinterpret_cast<void*>(1));
     RegisterCurrentThreadSlow(0, g.main_pc.load(std::memory_order_relaxed),
-                              log::kThreadMain | log::kThreadExisted);
+                              log::kThreadMain | log::kThreadExisted, g.start_ticks);
   }
   MaybeStartFlusher();
   return g.bind.load(std::memory_order_acquire);

@@ -1343,7 +1343,8 @@ bool StartedSinceLog() {
 }
 }  // namespace
 
-ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags) {
+ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags,
+                                     Tick since) {
   const uint32_t bind = g.bind.load(std::memory_order_acquire);
   if (bind == 0) return nullptr;
   if (t_state.bound == bind) return t_state.rec;  // already decided in this log
@@ -1390,7 +1391,8 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
   r->s.seq = stand_in != 0 ? 1 : 0;
   r->wait_frame = nullptr;
   r->next_sync = 0;  // its first record pairs the clocks
-  const Tick now = sys::Ticks();
+  const Tick t = sys::Ticks();
+  const Tick now = since != 0 && since < t ? since : t;
   StreamBegin(&r->s, now, false);  // on failure the thread records nothing
   r->in_use.store(1, std::memory_order_release);
   if (si != nullptr && si->wait_kind != 0 && (flags & kOwnWaitFollows) == 0 &&

@@ -268,7 +268,10 @@ GT_NOINLINE void MaterializeIfWouldBlock(int fd, long sysno);
 constexpr uint32_t kTracerDepth = 1u << 16;
 GT_ALWAYS_INLINE bool InTracer() { return t_state.depth >= kTracerDepth; }
 
-ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags);
+// `since`: when the thread's start is to be dated, if earlier than now (a
+// fork child's log that starts late: the child ran from its fork).
+ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uint64_t flags,
+                                     Tick since = 0);
 // What a thread's creator knew of its stack (pthread_create's attributes),
 // set by the new thread before it registers: its bounds without
 // pthread_getattr_np, whose allocation gave every thread that never calls

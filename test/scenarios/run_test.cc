@@ -523,6 +523,35 @@ TEST_CASE("a rerun into the same -o: the whole run takes the next number, childr
   CHECK(EntryTrace(IndexEntry(first, "/bin/sleep")).rfind("r.trace.", 0) == 0);
 }
 
+TEST_CASE("a fork child killed while it waits is listed by its parent's command line", "[run]") {
+  // Its command line is recorded at its end (its title), which SIGKILL
+  // never lets it reach: README promises its parent's then.
+  TempDir dir;
+  const std::string py =
+      "import os, time, signal\n"
+      "p = os.fork()\n"
+      "if p == 0:\n"
+      "    time.sleep(5)\n"
+      "    os._exit(0)\n"
+      "time.sleep(0.3)\n"
+      "os.kill(p, signal.SIGKILL)\n"
+      "os.waitpid(p, 0)\n"
+      "print(p)\n";
+  const ProcResult r =
+      Wrap({"-q", "-o", dir.File("k.trace"), "--", "/usr/bin/python3", "-c", py}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("k.trace.index.json"));
+  INFO(index);
+  const std::string pid = r.out.substr(0, r.out.find('\n'));
+  const size_t at = index.find("{\"pid\": " + pid + ",");
+  REQUIRE(at != std::string::npos);
+  const std::string row = index.substr(at, index.find('\n', at) - at);
+  CHECK_THAT(row, Catch::Contains("\"argv\": [\"/usr/bin/python3\", \"-c\"") &&
+                      Catch::Contains("\"exit\": {\"signal\":9,\"name\":\"SIGKILL\"}") &&
+                      Catch::Contains("\"recovered\": true"));
+}
+
 TEST_CASE("the summary counts processes, and their images apart", "[run]") {
   // One process that execs twice (sh, env, sh) and its two children: it
   // said "5 processes ran", one row per image.
@@ -807,6 +836,11 @@ TEST_CASE("staging: a process busy for 20 ms of CPU is worth a trace, with its C
     const ParsedTrace t = ParseWithGo(dir.File(EntryTrace(row)));
     INFO(t.error);
     CHECK(t.ok);
+    // Running from its start (the subshell's log began at its end: its
+    // thread showed runnable all its life).
+    const std::vector<const GoEvent*> starts = t.Find("GoStart");
+    REQUIRE(!starts.empty());
+    CHECK(starts[0]->ts < 5'000'000);
   }
   // Found busy at its exit: a trace of its running, without samples.
   CHECK_THAT(calm, Catch::Contains("\"quiet\": false"));
@@ -823,6 +857,37 @@ TEST_CASE("staging: a process busy for 20 ms of CPU is worth a trace, with its C
   REQUIRE(p.ok);
   if (PerfDenied(r.err)) return;
   CHECK(p.Count("CPUSample") >= 10);  // 100 per second of CPU time: about 35
+}
+
+TEST_CASE("GOTRACE_SCHED=kernel: a fork child has the kernel's records from its fork",
+          "[run][staging]") {
+  // README: kernel mode opens them in every process at its start. A
+  // subshell's log began at its first recorded call, if any: one that
+  // computes had no samples; and one with nothing else but them was
+  // removed as empty, missing from the index.
+  TempDir dir;
+  const ProcResult r =
+      Wrap({"-o", dir.File("k.trace"), "--", "/bin/bash", "-c",
+            "( s=$EPOCHREALTIME; while (( ${EPOCHREALTIME/./} - ${s/./} < 200000 )); "
+            "do :; done ); ( : ); true"},
+           dir, {"GOTRACE_SCHED=kernel"});
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("k.trace.index.json"));
+  INFO(index);
+  CHECK(Occurrences(index, "\"pid\": ") == 3);  // bash, the busy subshell, the empty one
+  std::string busy;
+  for (const std::string& row : IndexRows(index, "\"/bin/bash\""))
+    if (row.find("\"trace\": \"k.trace.") != std::string::npos) busy = row;
+  REQUIRE(!busy.empty());
+  const ParsedTrace t = ParseWithGo(dir.File(EntryTrace(busy)));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  if (r.err.find("perf_event_open") != std::string::npos) {
+    WARN("perf_event_open is not allowed here: " << r.err);
+    return;
+  }
+  CHECK(t.Count("CPUSample") >= 5);  // 100 per second of its 200 ms
 }
 
 TEST_CASE("staging: a process killed while it waits on a pipe is recovered from its log", "[run][staging]") {
