@@ -138,10 +138,11 @@ void PoolForgetForChild(bool keep_slot) {
   t_state.rec = nullptr;
   t_state.status = kThreadNew;
   // A scope of the parent's that ends here before this thread records in
-  // the child's log must find its log moved (LogMoved): 2 is neither a
-  // bind (odd) nor unbound (0, as a fork child's pending log is). It wrote
-  // into the parent's slot, and the child died of it.
-  t_state.bound = keep_slot ? 2 : 0;
+  // the child's log must find its log moved (LogMoved): kBoundNever is
+  // neither a bind (odd) nor unbound (0, as a fork child's pending log
+  // is). It wrote into the parent's slot, and the child died of it.
+  constexpr uint32_t kBoundNever = 2;
+  t_state.bound = keep_slot ? kBoundNever : 0;
   g.pool_reset_pending = true;
 }
 

@@ -192,11 +192,11 @@ TEST_CASE("libgotrace.so: what a quiet command runs from start to exit is in two
   CHECK((hi - 1) >> 16 <= (fork_lo >> 16) + 1);
   ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
   REQUIRE(nm.Exited(0));
-  CheckIn(nm.out,
-          {"_ZN7gotrace12_GLOBAL__N_14InitEiPPcS2_", "_ZN7gotrace10ReadConfigEPNS_6ConfigE",
-           "atexit", "pthread_atfork", "read", "write", "fread_unlocked", "getdelim",
-           "__libc_start_main"},
-          fork_lo, hi);
+  CheckIn(
+      nm.out,
+      {"_ZN7gotrace12_GLOBAL__N_14InitEiPPcS2_", "_ZN7gotrace10ReadConfigEPNS_6ConfigE", "atexit",
+       "pthread_atfork", "read", "write", "fread_unlocked", "getdelim", "__libc_start_main"},
+      fork_lo, hi);
   ProcResult dyn = RunProcess({"readelf", "-d", "-W", PreloadLib()});
   REQUIRE(dyn.Exited(0));
   std::smatch m;

@@ -626,28 +626,37 @@ TEST_CASE("a fork child that ends before recording anything is listed with how i
   CHECK(t.ok);
 }
 
+// Runs fork_in_handler ARGS under tracewrap: its forked child exits with
+// `code`, listed as worth a trace; returns the child's trace, parsed.
+ParsedTrace HandlerChild(const TempDir& dir, const std::vector<std::string>& args, int code) {
+  const std::string prog = Scenario("fork_in_handler");
+  std::vector<std::string> argv = {"-o", dir.File("h.trace"), "--", prog};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcResult r = Wrap(argv, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "child " + std::to_string(code) + "\n");
+  const std::string index = Slurp(dir.File("h.trace.index.json"));
+  INFO(index);
+  std::string child;
+  for (const std::string& row : IndexRows(index, "\"" + prog + "\""))
+    if (row.find("\"exit\": {\"code\":" + std::to_string(code) + "}") != std::string::npos)
+      child = row;
+  REQUIRE(!child.empty());
+  CHECK_THAT(child, Catch::Contains("\"quiet\": false"));
+  REQUIRE(!EntryTrace(child).empty());
+  ParsedTrace t = ParseWithGo(dir.File(EntryTrace(child)));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  return t;
+}
+
 TEST_CASE("a child forked by a signal handler that interrupted a recorded wait is traced",
           "[run]") {
   // PostgreSQL 15's postmaster: its walwriter, autovacuum and startup
   // processes were listed as traced, with nothing recorded.
   TempDir dir;
-  const std::string prog = Scenario("fork_in_handler");
-  const ProcResult r = Wrap({"-o", dir.File("h.trace"), "--", prog}, dir);
-  INFO(r.Describe() << "\n" << r.err);
-  REQUIRE(r.Exited(0));
-  CHECK(r.out == "child 7\n");
-  const std::string index = Slurp(dir.File("h.trace.index.json"));
-  INFO(index);
-  std::string child;
-  for (const std::string& row : IndexRows(index, "\"" + prog + "\""))
-    if (row.find("\"exit\": {\"code\":7}") != std::string::npos) child = row;
-  REQUIRE(!child.empty());
-  CHECK_THAT(child, Catch::Contains("\"quiet\": false"));
-  REQUIRE(!EntryTrace(child).empty());
-  const ParsedTrace t = ParseWithGo(dir.File(EntryTrace(child)));
-  INFO(t.error);
-  REQUIRE(t.ok);
-  CHECK(t.Count("GoSleep") == 1);
+  CHECK(HandlerChild(dir, {}, 7).Count("GoSleep") == 1);
   // The parent's read, interrupted by the handler, is recorded as before.
   const ParsedTrace p = ParseWithGo(dir.File("h.trace"));
   INFO(p.error);
@@ -661,23 +670,7 @@ TEST_CASE("a child forked by a signal handler that returns into the interrupted 
   // child sleeps in it, then returns into the read it interrupted: the
   // read's end is written to the child's record of that thread.
   TempDir dir;
-  const std::string prog = Scenario("fork_in_handler");
-  const ProcResult r = Wrap({"-o", dir.File("h.trace"), "--", prog, "--return"}, dir);
-  INFO(r.Describe() << "\n" << r.err);
-  REQUIRE(r.Exited(0));
-  CHECK(r.out == "child 8\n");
-  const std::string index = Slurp(dir.File("h.trace.index.json"));
-  INFO(index);
-  std::string child;
-  for (const std::string& row : IndexRows(index, "\"" + prog + "\""))
-    if (row.find("\"exit\": {\"code\":8}") != std::string::npos) child = row;
-  REQUIRE(!child.empty());
-  CHECK_THAT(child, Catch::Contains("\"quiet\": false"));
-  REQUIRE(!EntryTrace(child).empty());
-  const ParsedTrace t = ParseWithGo(dir.File(EntryTrace(child)));
-  INFO(t.error);
-  REQUIRE(t.ok);
-  CHECK(t.Count("GoSleep") == 2);
+  CHECK(HandlerChild(dir, {"--return"}, 8).Count("GoSleep") == 2);
 }
 
 TEST_CASE("the launcher's encode of a log is the exit-time encode's, event for event", "[run]") {
