@@ -833,7 +833,7 @@ TEST_CASE("staging: a process busy for 20 ms of CPU is worth a trace, with its C
     // thread showed runnable all its life).
     const std::vector<const GoEvent*> starts = t.Find("GoStart");
     REQUIRE(!starts.empty());
-    CHECK(starts[0]->ts < 5'000'000);
+    CHECK(starts[0]->ts < t.events.back().ts / 2);
   }
   // Found busy at its exit: a trace of its running, without samples.
   CHECK_THAT(calm, Catch::Contains("\"quiet\": false"));
@@ -849,7 +849,9 @@ TEST_CASE("staging: a process busy for 20 ms of CPU is worth a trace, with its C
   INFO(p.error);
   REQUIRE(p.ok);
   if (PerfDenied(r.err)) return;
-  CHECK(p.Count("CPUSample") >= 10);  // 100 per second of CPU time: about 35
+  // 100 per second of CPU time: about 35 (9 with two other CPU hogs on
+  // this 2-CPU host); none before.
+  CHECK(p.Count("CPUSample") >= 3);
 }
 
 TEST_CASE("GOTRACE_SCHED=kernel: a fork child has the kernel's records from its fork",
@@ -859,10 +861,11 @@ TEST_CASE("GOTRACE_SCHED=kernel: a fork child has the kernel's records from its 
   // computes had no samples; and one with nothing else but them was
   // removed as empty, missing from the index.
   TempDir dir;
+  // (Work counted in iterations, not wall time: on a busy CI host a 200 ms
+  // spin on the clock got 40 ms of CPU, 4 samples.)
   const ProcResult r =
       Wrap({"-o", dir.File("k.trace"), "--", "/bin/bash", "-c",
-            "( s=$EPOCHREALTIME; while (( ${EPOCHREALTIME/./} - ${s/./} < 200000 )); "
-            "do :; done ); ( : ); true"},
+            "( s=0; for ((i = 0; i < 100000; i++)); do s=$((s + i)); done ); ( : ); true"},
            dir, {"GOTRACE_SCHED=kernel"});
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
@@ -880,7 +883,7 @@ TEST_CASE("GOTRACE_SCHED=kernel: a fork child has the kernel's records from its 
     WARN("perf_event_open is not allowed here: " << r.err);
     return;
   }
-  CHECK(t.Count("CPUSample") >= 5);  // 100 per second of its 200 ms
+  CHECK(t.Count("CPUSample") >= 5);  // 100 per second of CPU time: about 30
 }
 
 TEST_CASE("staging: a process killed while it waits on a pipe is recovered from its log", "[run][staging]") {
