@@ -41,28 +41,6 @@ TEST_CASE("kernel mode: a trip off the CPU just before a wait is not that wait",
   CHECK(k.run.stats.model.offcpu_blocks == 1);
 }
 
-TEST_CASE("kernel mode: a trip off the CPU early in a sleep is not a second sleep",
-          "[model][kernel]") {
-  // Inside the sleep's record, before its system call: a page fault on a
-  // fresh page of a log on a disk filesystem (ext4's page_mkwrite) took the
-  // thread off its CPU for 19 us; it was back long before the sleep could
-  // end. The sleepers scenario showed 46 GoSleeps for 45 sleeps.
-  TempDir dir;
-  LogBuilder b;
-  auto& s = OneThread(b);
-  s.Wait(100'000, 0, WaitKind::kSleep, 0, 300'000, 0, kStkSleep);
-  b.Kernel()
-      .SwitchOut(110'000, 0, kTid)
-      .SwitchIn(129'000, 0, kTid)
-      .SwitchOut(140'000, 0, kTid)
-      .SwitchIn(396'000, 0, kTid);
-  b.TraceEnd(500'000);
-  Checked k = EncodeAndValidate(b, dir);
-  CHECK(k.parsed.Count("GoSleep") == 1);
-  CHECK(k.parsed.Count("GoBlock") == 1);
-  CHECK(k.run.stats.model.offcpu_blocks == 1);
-}
-
 TEST_CASE("kernel mode: a switch-out a hair before the wait's record is the wait's", "[model][kernel]") {
   // The two clocks disagree by a few microseconds: the kernel's switch-out
   // can carry a time just before the record of the wait it is for. The
