@@ -54,7 +54,6 @@ struct Thread {
   bool wait_registered = false;
   bool wait_open = false;
   Tick wait_end = 0;
-  Tick wait_begin = 0;  // kernel mode: when the wait's record began
   uint32_t wait_cpu_end = 0;
   uint32_t wait_gen = 0;
   // Kernel mode (the log has the kernel's context switches): a recorded
@@ -1035,21 +1034,11 @@ void Replay::SwitchOut(Thread& t, bool preempt) {
     OnWaitK(t, p, heads_[s]);
   }
   t.wait_switched = t.in_wait_k();
-  // A sleep ends only when its time is up: off its CPU during one, and back
-  // well before its end (in its first half), the thread left for something
-  // else first (a page fault of a log on a disk filesystem, ext4's
-  // page_mkwrite, between the wait's start and the system call: a 19 us
-  // trip showed as a second sleep, 46 in the sleepers scenario). That trip
-  // is off-CPU, not a sleep. (Back from the sleep itself, a thread runs a
-  // few microseconds to tens on a busy VM before the hook reads the clock.)
-  const bool early_trip =
-      t.wait_mode == kWaitBlocks && t.wait_kind == WaitKind::kSleep && !t.wait_open &&
-      NextSwitchIn(t.file, t.tid) < t.wait_begin + (t.wait_end - t.wait_begin) / 2;
   if (t.wait_mode == kWaitSyscall) {
     NoteKind(t.wait_stack, static_cast<uint8_t>(WaitKind::kSyscall));
     Emit(p, go::kEvGoSysBlock, {});
     t.st = TSt::kSyscall;
-  } else if (t.wait_mode == kWaitBlocks && !early_trip) {
+  } else if (t.wait_mode == kWaitBlocks) {
     NoteKind(t.wait_stack, static_cast<uint8_t>(t.wait_kind));
     Emit(p, BlockEvent(t.wait_kind), {t.wait_stack});
     t.st = TSt::kBlocked;
@@ -1147,7 +1136,6 @@ void Replay::OnWaitK(Thread& t, uint32_t c, const Record& r) {
   t.wait_switched = false;
   t.wait_open = open;
   t.wait_end = open ? std::numeric_limits<Tick>::max() : r.ts + r.wait.duration;
-  t.wait_begin = r.ts;
   t.wait_cpu_end = static_cast<uint32_t>(r.wait.cpu_end);
   t.pend_waker = kNoThread;
   ++t.wait_gen;
