@@ -526,8 +526,16 @@ TEST_CASE("tracewrap: a small /dev/shm (a container's) is not used for the run's
   for (const auto& e : fs::directory_iterator(dir.path())) {
     const std::string n = e.path().filename().string();
     CHECK(n.find(".gtlog") == std::string::npos);
-    if (n.rfind("s.trace.", 0) == 0 && n.find("index") == std::string::npos)
-      sleepers = sleepers || ParseWithGo(e.path().string()).Count("GoSleep") == 45;
+    // All 45 sleeps, give or take one: with the kernel's records a thread's
+    // first record can fault on a fresh log page on disk (ext4's
+    // page_mkwrite sleeps) inside its first sleep, and the model shows that
+    // trip as a sleep of its own, or the sleep as an off-CPU block (the
+    // closing note of session 14). A log cut short by a full /dev/shm
+    // holds far fewer.
+    if (n.rfind("s.trace.", 0) == 0 && n.find("index") == std::string::npos) {
+      const size_t slept = ParseWithGo(e.path().string()).Count("GoSleep");
+      sleepers = sleepers || (slept >= 44 && slept <= 46);
+    }
   }
   CHECK(sleepers);
 }
