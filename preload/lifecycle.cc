@@ -1105,13 +1105,14 @@ GT_NOINLINE bool UsedBusyCpu() {
       static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
   return ns >= log::kBusyCpuNs;
 }
-// (Inline: a quiet command's exit runs this, and the rest of the text is
-// another 64 KiB window of code, a page fault.)
+// Whether this image has used log::kBusyCpuNs: the system call only once
+// it has lived that long. (Inline: a quiet command's exit runs this, and
+// the rest of the text is another 64 KiB window of code, a page fault.)
+GT_ALWAYS_INLINE bool Busy(uint64_t now) {
+  return now - g.start_ticks >= g.busy_ticks && UsedBusyCpu();
+}
 GT_ALWAYS_INLINE void ProveIfBusy(uint64_t now) {
-  if (GT_UNLIKELY(g.unproven.load(std::memory_order_relaxed)) &&
-      now - g.start_ticks >= g.busy_ticks && UsedBusyCpu()) {
-    Materialize();
-  }
+  if (GT_UNLIKELY(g.unproven.load(std::memory_order_relaxed)) && Busy(now)) Materialize();
 }
 }  // namespace
 
@@ -1145,8 +1146,7 @@ void Finalize(bool for_exec) {
   // its CPU time is a record of its own (with GOTRACE_SCHED=kernel its log
   // began at the fork, and the kernel's samples alone were no event: the
   // log was removed as empty, and the process was missing from the index).
-  if (!for_exec && t_state.depth == 0 && g.forked_image &&
-      sys::Ticks() - g.start_ticks >= g.busy_ticks && UsedBusyCpu()) {
+  if (!for_exec && t_state.depth == 0 && g.forked_image && Busy(sys::Ticks())) {
     if (g.fork_log_pending.load(std::memory_order_acquire)) (void)StartForkChildLog();
     if (t_state.rec != nullptr && t_state.bound == g.bind.load(std::memory_order_acquire) &&
         g.phase.load(std::memory_order_acquire) == Phase::kReady) {
