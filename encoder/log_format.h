@@ -339,6 +339,15 @@ inline constexpr bool IsChildWaitCall(uint64_t sysno) { return sysno == SYS_wait
 // "Quiet processes stay quiet"). The launcher's judgement and the
 // process's own (preload/lifecycle.cc, ProveIfBusy) use the same figure.
 inline constexpr uint64_t kBusyCpuNs = 20'000'000;
+// System and network calls (not waits for a child) that waited
+// kQuietIoCallNs or longer (or the block threshold, if higher) make a
+// process worth a trace once they add up to kQuietIoTotalNs: `head` at the
+// end of `sort | head` waits a millisecond or two for `sort`, which is
+// nothing a trace of `head` would show, and a reader that waited 10 ms in
+// all is worth one. Both judgements use these (log_summary.cc,
+// preload/runtime.cc: NoteIoBlock).
+inline constexpr uint64_t kQuietIoCallNs = 1'000'000;
+inline constexpr uint64_t kQuietIoTotalNs = 10'000'000;
 inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
 inline constexpr uint64_t kSwitchPreempt = 2;
 

@@ -25,16 +25,25 @@
 // entry flagged kQuietRetract for the same pid and image.
 //
 // The learn table (issue 18: a command quiet twice is not traced again in
-// the run): the marker path plus kLearnSuffix, kLearnSlots + kLearnProbe
-// little 64-bit slots made by the launcher (zeros; absent when the user
-// asked for every process, --every-process). A slot holds a command's key
-// (LearnKey of its working directory, its executable's path as exec'd,
-// AT_EXECFN, and its arguments) with its low two bits replaced by a
-// LearnState; 0 is an empty slot. A key lives in
-// the first slot of its probe window [key % kLearnSlots, + kLearnProbe)
-// that holds it or is empty. Slots are read and written with pread/pwrite
-// of 8 aligned bytes; two processes racing for one slot may lose one
-// update, which only ever means a program is traced once more.
+// the run, nor a small program quiet with three different argument lists):
+// the marker path plus kLearnSuffix, kLearnBytes of zeros made by the
+// launcher (absent when the user asked for every process,
+// --every-process). First kLearnSlots + kLearnProbe little 64-bit slots. A
+// slot holds a command's key (LearnKey of its working directory, its
+// executable's path as exec'd, AT_EXECFN, and its arguments) with its low
+// two bits replaced by a LearnState, or a program's key (ProgramKey of the
+// executable's path alone) with its low four bits replaced by a
+// ProgramState; 0 is an empty slot. A key lives in the first slot of its
+// probe window [key % kLearnSlots, + kLearnProbe) that holds it or is
+// empty. Slots are read and written with pread/pwrite of 8 aligned bytes;
+// two processes racing for one slot may lose one update, which only ever
+// means a program is traced once more (or once less, as a count).
+//
+// Then kLearnPids LearnPid records at kLearnPidsAt, one per pid modulo
+// kLearnPids: the keys of the command a process runs untraced, written by
+// its exec'er, so that whoever reaps it can take the lesson back when that
+// run turned out busy (log::kBusyCpuNs of CPU time, from wait4's rusage):
+// the command and its program are traced again from then on.
 //
 // The builder is allocation-free (the preloaded library uses it at exit and
 // in signal handlers); the reader is the launcher's (allocates).
@@ -93,12 +102,30 @@ static_assert(sizeof(QuietChild) == 16);
 inline constexpr char kLearnSuffix[] = ".learn";
 inline constexpr uint32_t kLearnSlots = 8192;
 inline constexpr uint32_t kLearnProbe = 16;
-inline constexpr size_t kLearnBytes = size_t{kLearnSlots + kLearnProbe} * 8;
+inline constexpr size_t kLearnPidsAt = size_t{kLearnSlots + kLearnProbe} * 8;
+inline constexpr uint32_t kLearnPids = 4096;
+struct LearnPid {
+  uint64_t pid;      // 0: none
+  uint64_t key;      // LearnKey
+  uint64_t program;  // ProgramKey
+};
+static_assert(sizeof(LearnPid) == 24);
+inline constexpr size_t kLearnBytes = kLearnPidsAt + size_t{kLearnPids} * sizeof(LearnPid);
 enum LearnState : uint64_t {
   kLearnQuietOnce = 1,  // ended quiet once
   kLearnQuiet = 2,      // ended quiet twice or more: not traced again
   kLearnTrace = 3,      // traced, forked, exec'd or reaped a child once: always traced
 };
+// A program's state: how many different commands of it (argument lists,
+// working directories) ended quiet and small (their process used less than
+// kLearnSmallCpuNs of CPU time), 1 to kProgramLearnAt - 1; then learned
+// quiet; or traced for good (a command of it was worth a trace, ran others,
+// or used kLearnSmallCpuNs).
+inline constexpr uint64_t kProgramStateMask = 15;
+inline constexpr uint64_t kProgramLearnAt = 3;
+inline constexpr uint64_t kProgramQuiet = 8;
+inline constexpr uint64_t kProgramTrace = 15;
+inline constexpr uint64_t kLearnSmallCpuNs = 5'000'000;
 
 // A command's key: FNV-1a of its working directory, its executable's path
 // and its arguments after argv[0], each ended by a NUL; its low two bits
@@ -119,6 +146,20 @@ inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
   for (size_t i = 1; argv != nullptr && argv[0] != nullptr && argv[i] != nullptr; ++i) add(argv[i]);
   h &= ~uint64_t{3};
   return h != 0 ? h : 4;
+}
+
+// A program's key: FNV-1a of its executable's path alone (as exec'd), set
+// apart from LearnKey's; its low four bits are the state's; never 0. The
+// loop's `sed -n "s/alpha/A$i/p" data.txt` is a new command every time, and
+// the same small program.
+inline uint64_t ProgramKey(const char* exe) {
+  uint64_t h = 0x84222325cbf29ce4ull;
+  for (const char* p = exe; p != nullptr && *p != '\0'; ++p) {
+    h ^= static_cast<uint8_t>(*p);
+    h *= 0x100000001b3ull;
+  }
+  h &= ~kProgramStateMask;
+  return h != 0 ? h : 16;
 }
 
 // Writes one entry into buf (cap >= kQuietMaxBytes); returns its size. The

@@ -287,8 +287,11 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   int pid = 0, ppid = 0;
   uint32_t image = 0;
   uint64_t start_ns = 0;
+  log::LearnPid who{};
+  bool learned = false;
   if (may_succeed &&
-      (!t.preloadable || (target != nullptr && gotrace::SkipTracing(target, argv))) &&
+      (!t.preloadable ||
+       (target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who)))) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     untraced = true;
     child = env.ptrs;
@@ -298,7 +301,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     start_ns = sys::MonotonicNs();
     gotrace::NoteUntraced(pid, ppid, image, start_ns,
                           log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target,
-                          argv);
+                          argv, learned ? &who : nullptr);
   } else {
     child = ChildEnv(envp, &env);
   }
@@ -306,7 +309,8 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   if (finalize) gotrace::BeforeExec();
   const int r = exec(child);
   const int saved = errno;
-  if (untraced) gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietRetract, target, nullptr);
+  if (untraced)
+    gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietRetract, target, nullptr, nullptr);
   if (finalize) gotrace::AfterFailedExec();
   errno = saved;
   return r;
@@ -319,8 +323,10 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
   gotrace::NoteMadeChild();
   GT_EXEC_ENV(env, envp);
   const char* target = t.learn_path;
-  if ((!t.preloadable ||
-       (pid != nullptr && target != nullptr && gotrace::SkipTracing(target, argv))) &&
+  log::LearnPid who{};
+  bool learned = false;
+  if ((!t.preloadable || (pid != nullptr && target != nullptr &&
+                          (learned = gotrace::SkipTracing(target, argv, &who)))) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     const uint64_t start_ns = sys::MonotonicNs();
     const int r = spawn(env.ptrs);
@@ -328,7 +334,7 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
     if (r == 0 && pid != nullptr)
       gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns,
                             log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target,
-                            argv);
+                            argv, learned ? &who : nullptr);
     return r;
   }
   return spawn(ChildEnv(envp, &env));

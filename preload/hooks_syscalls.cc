@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include <cstring>
@@ -620,21 +621,33 @@ GT_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags) {
 // The wait family also records which child ended and how (kChildExit), for
 // the run index of a launcher: a killed process cannot say it itself. A
 // caller that passes no status pointer gets the status read into ours
-// (the kernel writes it either way; the caller sees no difference).
+// (the kernel writes it either way; the caller sees no difference). The
+// child's resource usage is read too (waitpid and wait are wait4 with no
+// rusage: the same system call with ours): a child that used
+// log::kBusyCpuNs may have run a learned command untraced, which the run
+// then traces again (NoteReapedBusy).
 namespace {
 template <typename Call>
-pid_t OnChildWait(const void* frame, uint64_t obj, int* status, Call call) {
+pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* ru, Call call) {
   HookScope scope(kGroupIo);
   int own = 0;
   int* st = status != nullptr ? status : &own;
-  if (!scope.active()) return call(status);
+  if (!scope.active()) return call(status, ru);
+  struct rusage own_ru;
+  struct rusage* u = ru != nullptr ? ru : &own_ru;
   // (Staged, a wait for a child is no reason to make the log: not worth a
   // trace by itself, README "Quiet processes stay quiet".)
   SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, obj, SYS_wait4, frame);
-  const pid_t r = call(st);
+  const pid_t r = call(st, u);
   const int saved = errno;
   rec.End();
-  if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) RecordChildExit(scope, r, *st);
+  if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) {
+    RecordChildExit(scope, r, *st);
+    const uint64_t cpu_us =
+        static_cast<uint64_t>(u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1'000'000 +
+        static_cast<uint64_t>(u->ru_utime.tv_usec + u->ru_stime.tv_usec);
+    if (GT_UNLIKELY(cpu_us >= log::kBusyCpuNs / 1000)) NoteReapedBusy(r);
+  }
   errno = saved;
   return r;
 }
@@ -642,22 +655,29 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, Call call) {
 
 GT_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   GT_OR_MISSING(waitpid, pid_t);
-  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status,
-                     [&](int* st) { return real_waitpid(pid, st, options); });
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, nullptr,
+                     [&](int* st, struct rusage* u) {
+                       auto w4 = GT_REAL(wait4);
+                       return u != nullptr && w4 != nullptr ? w4(pid, st, options, u)
+                                                            : real_waitpid(pid, st, options);
+                     });
 }
 GT_EXPORT pid_t wait(int* status) {
   GT_OR_MISSING(wait, pid_t);
-  return OnChildWait(GT_FRAME(), 0, status, [&](int* st) { return real_wait(st); });
+  return OnChildWait(GT_FRAME(), 0, status, nullptr, [&](int* st, struct rusage* u) {
+    auto w4 = GT_REAL(wait4);
+    return u != nullptr && w4 != nullptr ? w4(-1, st, 0, u) : real_wait(st);
+  });
 }
 GT_EXPORT pid_t wait3(int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait3, pid_t);
-  return OnChildWait(GT_FRAME(), 0, status,
-                     [&](int* st) { return real_wait3(st, options, ru); });
+  return OnChildWait(GT_FRAME(), 0, status, ru,
+                     [&](int* st, struct rusage* u) { return real_wait3(st, options, u); });
 }
 GT_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait4, pid_t);
-  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status,
-                     [&](int* st) { return real_wait4(pid, st, options, ru); });
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, ru,
+                     [&](int* st, struct rusage* u) { return real_wait4(pid, st, options, u); });
 }
 GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
   GT_OR_MISSING(waitid, int);

@@ -453,6 +453,8 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
     g.reaped_child.store(false, std::memory_order_relaxed);
   g.staged_heap_lo = ~uint64_t{0};
   g.staged_heap_hi = 0;
+  if (g.io_block_ticks.load(std::memory_order_relaxed) != 0)
+    g.io_block_ticks.store(0, std::memory_order_relaxed);
   // (A fork's: AtForkChild; an exec'd image's: its lineage, when known.)
   if (!fork_child && g.ppid == 0) g.ppid = static_cast<uint32_t>(sys::GetPPid());
   ResetLogState();
@@ -494,12 +496,17 @@ void ExecPath(char* buf, size_t n) {
 void NoteLearned(log::LearnState state) {
   if (g.forked_image) return;
   uint64_t key = g.learn_key;
+  uint64_t program = g.learn_program;
   if (key == 0) {
     char exe[kExecPathMax];
     ExecPath(exe, sizeof exe);
     key = log::LearnKey(g.cwd, exe, nullptr);
+    program = log::ProgramKey(exe);
   }
-  learn::Note(g.config.learn_path, key, state);
+  // Small: a quiet end's CPU time (its process's, since the fork that made
+  // it) under log::kLearnSmallCpuNs.
+  const bool small = state == log::kLearnQuietOnce && ProcessCpuNs() < log::kLearnSmallCpuNs;
+  learn::Note(g.config.learn_path, key, program, state, small);
 }
 
 }  // namespace
@@ -509,6 +516,11 @@ void NoteOwnCommand(char* const* argv) {
   char exe[kExecPathMax];
   ExecPath(exe, sizeof exe);
   g.learn_key = log::LearnKey(g.cwd, exe, argv);
+  g.learn_program = log::ProgramKey(exe);
+}
+
+void NoteReapedBusy(long pid) {
+  if (LearnActive()) learn::ReapedBusy(g.config.learn_path, static_cast<int>(pid));
 }
 
 namespace {
@@ -1097,14 +1109,7 @@ namespace {
 // sha256sum, sort or xz that never waits got no trace and no samples).
 // Asked only once it has lived that long (its one thread cannot have used
 // more), at most once per tick: one system call per 10 ms of its records.
-GT_NOINLINE bool UsedBusyCpu() {
-  struct timespec ts {};
-  if (sys::Syscall6(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, reinterpret_cast<long>(&ts)) != 0)
-    return false;
-  const uint64_t ns =
-      static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-  return ns >= log::kBusyCpuNs;
-}
+GT_NOINLINE bool UsedBusyCpu() { return ProcessCpuNs() >= log::kBusyCpuNs; }
 // Whether this image has used log::kBusyCpuNs: the system call only once
 // it has lived that long. (Inline: a quiet command's exit runs this, and
 // the rest of the text is another 64 KiB window of code, a page fault.)
@@ -2194,9 +2199,12 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
   g.stack_min_ticks = tps / 1'000'000 * std::min<uint64_t>(1000, g.config.block_threshold_ns) / 1000;
   g.sync_ticks = tps / 100;  // 10 ms: see Commit
   g.busy_ticks = tps / 1'000'000 * (log::kBusyCpuNs / 1000);  // ProveIfBusy
-  // As the launcher judges a process quiet (log_summary.cc): a system call
-  // of 1 ms, or of the block threshold if that is longer, is worth a trace.
-  g.quiet_io_ticks = tps / 1'000'000 * std::max<uint64_t>(1'000'000, g.config.block_threshold_ns) / 1000;
+  // As the launcher judges a process quiet (log_summary.cc): system calls
+  // of 1 ms, or of the block threshold if that is longer, 10 ms of them in
+  // all, are worth a trace.
+  const uint64_t io_ns = std::max<uint64_t>(log::kQuietIoCallNs, g.config.block_threshold_ns);
+  g.quiet_io_ticks = tps / 1'000'000 * io_ns / 1000;
+  g.quiet_io_total_ticks = tps / 1'000'000 * std::max<uint64_t>(log::kQuietIoTotalNs, io_ns) / 1000;
   g.events = g.config.events;
   // Registered early, so they run late: after the program's own atexit /
   // at_quick_exit handlers and static destructors (H26).
@@ -2436,16 +2444,20 @@ bool LearnActive() {
          phase != Phase::kUninit && phase != Phase::kDisabled;
 }
 
-bool SkipTracing(const char* path, char* const* argv) {
+bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who) {
+  *who = log::LearnPid{};
   // Never the run's own program: its images are the run's trace.
   if (path == nullptr || sys::GetPid() == g.root_pid) return false;
   char cwd[sizeof g.cwd];
   if (sys::Getcwd(cwd, sizeof cwd) <= 0) return false;
-  return learn::Quiet(g.config.learn_path, log::LearnKey(cwd, path, argv));
+  who->key = log::LearnKey(cwd, path, argv);
+  who->program = log::ProgramKey(path);
+  return learn::Quiet(g.config.learn_path, who->key, who->program);
 }
 
 void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t flags,
-                  const char* exe, char* const* argv) {
+                  const char* exe, char* const* argv, const log::LearnPid* who) {
+  if (who != nullptr) learn::NotePid(g.config.learn_path, pid, *who);
   log::QuietHeader h{};
   h.pid = static_cast<uint32_t>(pid);
   h.ppid = static_cast<uint32_t>(ppid);

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "encoder/quiet_journal.h"
+
 namespace gotrace {
 
 // _exit, _Exit: the final flush and encode (a vfork child passes through).
@@ -87,12 +89,14 @@ bool LearnActive();
 // spawned, looked up because LearnActive()) with `argv`, in this working
 // directory, runs untraced: the launcher's run learned it quiet, and this is
 // not the run's own program. Raw system calls only (vfork children).
-bool SkipTracing(const char* path, char* const* argv);
+// *who: the command's keys in the learn table (set either way).
+bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who);
 // The journal entry of a program that runs untraced (pid, image), written by
 // whoever starts it: log::kQuietSkipped, or log::kQuietRetract when the exec
-// that was to start it failed.
+// that was to start it failed. `who` (a skipped one learned quiet, else
+// nullptr): its keys, for pid's record in the learn table (learn::NotePid).
 void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t flags,
-                  const char* exe, char* const* argv);
+                  const char* exe, char* const* argv, const log::LearnPid* who);
 // A child process was made without fork (posix_spawn, vfork): this program
 // is never learned quiet.
 void NoteMadeChild();

@@ -1820,14 +1820,23 @@ void WaitRecorder::End(bool keep, uint64_t aux, uint64_t flags) {
   }
 }
 
+void NoteIoBlock(Tick d) {
+  if (!g.staged.load(std::memory_order_relaxed) && !g.unproven.load(std::memory_order_relaxed))
+    return;
+  // (Relaxed: a second thread has proven the process already.)
+  const Tick total = g.io_block_ticks.fetch_add(d, std::memory_order_relaxed) + d;
+  if (total >= g.quiet_io_total_ticks) Materialize();
+}
+
 namespace {
 // (Inline in End, every recorded system call's; out of line for the probe.)
 GT_ALWAYS_INLINE void WriteSyscall(const HookScope& s, WaitKind kind, uint64_t flags, uint64_t obj,
                                    uint64_t sysno, const void* frame, Tick t0, uint32_t cpu0,
                                    Tick d) {
   ThreadRec* r = s.rec();
-  // A long one is worth a trace; not a wait for a child (log_summary.cc).
-  if (GT_UNLIKELY(d >= g.quiet_io_ticks) && !log::IsChildWaitCall(sysno)) Materialize();
+  // Long ones are worth a trace, 10 ms of them in all; not a wait for a
+  // child (log_summary.cc).
+  if (GT_UNLIKELY(d >= g.quiet_io_ticks) && !log::IsChildWaitCall(sysno)) NoteIoBlock(d);
   // Staged (still quiet after the check above): most such processes end
   // quiet, and a first stack walk costs the module list, the unwinder's map
   // of code and the program's unwind tables read in (50 to 60 us of a short

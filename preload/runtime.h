@@ -19,6 +19,8 @@
 #pragma once
 
 #include <errno.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstddef>
@@ -28,6 +30,7 @@
 #include "encoder/log_writer.h"
 #include "preload/config.h"
 #include "preload/sys/clock.h"
+#include "preload/sys/raw.h"
 #include "unwind/cfi_unwind.h"
 
 #define GT_ALWAYS_INLINE __attribute__((always_inline)) inline
@@ -151,7 +154,11 @@ struct Globals {
   uint64_t start_ns = 0;
   uint32_t ncpus = 1;
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
-  Tick quiet_io_ticks = ~Tick{0};  // a system call this long is worth a trace (staging)
+  // System and network calls that waited this long (log::kQuietIoCallNs)
+  // count towards making a process worth a trace, once they add up to
+  // quiet_io_total_ticks (log::kQuietIoTotalNs; NoteIoBlock).
+  Tick quiet_io_ticks = ~Tick{0};
+  Tick quiet_io_total_ticks = ~Tick{0};
   Tick sync_ticks = ~Tick{0} / 4;  // how often each recording thread writes a clock sync
   Tick busy_ticks = ~Tick{0} / 4;  // log::kBusyCpuNs in ticks (lifecycle.cc, ProveIfBusy)
   bool descendant = false;   // a child of the traced root (fork, exec'd, spawned)
@@ -179,6 +186,7 @@ struct Globals {
   // and count as such in the run's learn table (preload/learn.h).
   std::atomic<bool> unproven{false};
   uint64_t staged_heap_lo = ~uint64_t{0};  // the heap's range while staged
+  std::atomic<Tick> io_block_ticks{0};     // quiet_io_ticks calls' time while unproven
   uint64_t staged_heap_hi = 0;
   uint32_t ppid = 0;  // the parent when this image's log began
   std::atomic<uint64_t> chunks_written{0};
@@ -204,6 +212,7 @@ struct Globals {
   // This image's command in the run's learn table (preload/learn.h), from
   // main's arguments before main ran; 0: not known (NoteOwnCommand).
   uint64_t learn_key = 0;
+  uint64_t learn_program = 0;  // its program's (log::ProgramKey)
   // Trace windows opened so far (issue 16): window n writes OUT.w<n>.
   uint32_t window = 0;
   // A fork child whose log is not started yet (lifecycle.cc, AtForkChild):
@@ -486,6 +495,11 @@ class SyscallRecorder {
   uint32_t cpu0_;
 };
 
+// A system or network call (not a wait for a child) that waited `d` >=
+// g.quiet_io_ticks: an unproven process whose such calls add up to
+// g.quiet_io_total_ticks is worth a trace (Materialize). Out of line: rare.
+GT_NOINLINE void NoteIoBlock(Tick d);
+
 // A system call made `d` ticks from t0 on cpu0 (its wait flags: the class
 // of its descriptor), recorded: SyscallRecorder::End's, and a pending fork
 // child's probe's (hooks_syscalls.cc) after the fact.
@@ -504,6 +518,15 @@ GT_ALWAYS_INLINE bool ForkLogPending(uint32_t group) {
 // The CPU time the kernel counted for thread `tid` of this process (ns; 0
 // if unknown). A system call: about 1.6 us on the VM this was measured on.
 uint64_t ThreadCpuNs(uint32_t tid);
+// This process's CPU time (all its threads, since the fork that made it),
+// in ns; 0 if unknown. One system call. (Inline: a quiet command's exit
+// asks, from the code laid out for it, preload/fork_path.ld.)
+GT_ALWAYS_INLINE uint64_t ProcessCpuNs() {
+  struct timespec ts {};
+  if (sys::Syscall6(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, reinterpret_cast<long>(&ts)) != 0)
+    return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 // r's thread's CPU time as a kCpuTime record at `ts`, by r's own thread:
 // at its end, so that each thread's running total is known exactly even
 // where the timeline is inferred.
@@ -553,6 +576,10 @@ void NoteProcessArgs(int argc, char** argv);
 bool RecordProcessInfo();
 // Sets g.learn_key from main's arguments (deferred mode, an exec'd image).
 void NoteOwnCommand(char* const* argv);
+// A child this process reaped had used log::kBusyCpuNs of CPU time: if it
+// ran a learned command untraced, the run traces it again
+// (learn::ReapedBusy). Rare: out of line.
+GT_NOINLINE void NoteReapedBusy(long pid);
 // How this image is ending, in wait(2) form (or log::kExitExec), for the
 // final flush's kExitStatus. The first one set wins.
 inline constexpr uint64_t kExitKnown = uint64_t{1} << 40;

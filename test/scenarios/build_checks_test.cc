@@ -133,13 +133,26 @@ TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB wi
   ProcResult nm = RunProcess({"nm", "--defined-only", PreloadLib()});
   REQUIRE(nm.Exited(0));
   CheckIn(nm.out,
-          {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv", "execve", "close", "dup2", "malloc", "free",
-           "sigaction", "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
+          {"_ZN7gotrace12_GLOBAL__N_111AtForkChildEv",
+           "execve",
+           "close",
+           "dup2",
+           "malloc",
+           "free",
+           "sigaction",
+           "_ZN7gotrace14CrashSigactionEiPK9sigactionPS0_",
            "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb",
-           "_ZN7gotrace12NoteUntracedEiijmjPKcPKPc", "_ZN7gotrace11SkipTracingEPKcPKPc",
-           "_ZN7gotrace8internal18PoolForgetForChildEb", "__do_global_dtors_aux",
-           "_ZN7gotrace12_GLOBAL__N_14FiniEv", "_ZN12_GLOBAL__N_111PreloadableEPKci",
-           "_ZN7gotrace3sys17AccessAsEffectiveEPKci", "_ZN7gotrace9ParentPidEv", "gotrace_fini"},
+           "_ZN7gotrace12NoteUntracedEiijmjPKcPKPcPKNS_3log8LearnPidE",
+           "_ZN7gotrace11SkipTracingEPKcPKPcPNS_3log8LearnPidE",
+           "_ZN7gotrace5learn5QuietEPKcmm",
+           "_ZN7gotrace5learn7NotePidEPKciRKNS_3log8LearnPidE",
+           "_ZN7gotrace8internal18PoolForgetForChildEb",
+           "__do_global_dtors_aux",
+           "_ZN7gotrace12_GLOBAL__N_14FiniEv",
+           "_ZN12_GLOBAL__N_111PreloadableEPKci",
+           "_ZN7gotrace3sys17AccessAsEffectiveEPKci",
+           "_ZN7gotrace9ParentPidEv",
+           "gotrace_fini"},
           lo, hi);
 }
 

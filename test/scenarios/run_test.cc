@@ -301,6 +301,79 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   CHECK(traces == 8);  // and the job's shell
 }
 
+TEST_CASE(
+    "learned quiet: a small program quiet with three argument lists, taken back after a busy run",
+    "[run]") {
+  TempDir dir;
+  // sha256sum of three small files: three commands of one program, each
+  // quiet and small, so the program is learned quiet: the next command of
+  // it, any arguments, runs untraced. That one uses 20 ms of CPU or more
+  // (96 MiB); bash reaps it and the run traces the program again.
+  const std::string script =
+      "set -e\n"
+      "for i in 1 2 3; do echo $i > s$i; done\n"
+      "head -c 100663296 /dev/zero > big\n"
+      "for i in 1 2 3; do /usr/bin/sha256sum s$i >/dev/null; done\n"
+      "/usr/bin/sha256sum big >/dev/null\n"
+      "/usr/bin/sha256sum s1 >/dev/null\n"
+      "/usr/bin/sha256sum big >/dev/null\n"
+      // echo with four other argument lists: the fourth is not traced.
+      "for i in 1 2 3 4; do /bin/echo n$i >/dev/null; done\n";
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("p.trace")}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("p.trace.index.json"));
+  INFO(index);
+  const std::vector<std::string> rows = IndexRows(index, "\"/usr/bin/sha256sum\"");
+  REQUIRE(rows.size() == 6);
+  // In the order they ran (pids grow: rows sorted by start).
+  const char* traced[] = {"s1", "s2", "s3", "big", "s1", "big"};
+  const bool want[] = {true, true, true, false, true, true};
+  for (size_t i = 0; i < 6; ++i) {
+    INFO(i << ": " << rows[i]);
+    CHECK_THAT(rows[i], Catch::Contains(std::string("\"") + traced[i] + "\"]"));
+    CHECK((rows[i].find("\"traced\": false") == std::string::npos) == want[i]);
+  }
+  // The second big one was traced, and busy: a trace with its CPU samples.
+  CHECK_THAT(rows[5], Catch::Contains("\"quiet\": false"));
+  CHECK(Rows(index, "\"/bin/echo\", \"n") == std::pair<size_t, size_t>{4, 1});
+  CHECK(Rows(index, "\"/bin/echo\", \"n4\"]") == std::pair<size_t, size_t>{1, 1});
+}
+
+TEST_CASE("a pipe reader's short waits keep it quiet, 10 ms of them make it worth a trace",
+          "[run]") {
+  TempDir dir;
+  // cat waits once for a few milliseconds (the subshell's sleep of 3 ms):
+  // not worth a trace, as `head` waiting for `sort`. Three tries: on a busy
+  // host one wait may pass 10 ms. Then a cat that waits eight times for a
+  // line every 4 ms or more (a sleep process each): over 10 ms in all.
+  const std::string script =
+      "for i in 1 2 3; do { /bin/sleep 0.003; echo x; } | /bin/cat - >/dev/null; done\n"
+      "{ for i in 1 2 3 4 5 6 7 8; do /bin/sleep 0.004; echo x; done; } | /bin/cat -u - - "
+      ">/dev/null\n";
+  const ProcResult r =
+      WrapJob(dir, script, {"-o", dir.File("w.trace"), "--every-process"}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string index = Slurp(dir.File("w.trace.index.json"));
+  INFO(index);
+  const std::vector<std::string> once = IndexRows(index, "\"/bin/cat\", \"-\"]");
+  REQUIRE(once.size() == 3);
+  size_t quiet = 0;
+  for (const std::string& row : once) quiet += row.find("\"quiet\": true") != std::string::npos;
+  CHECK(quiet >= 1);
+  const std::vector<std::string> eight = IndexRows(index, "\"/bin/cat\", \"-u\"");
+  REQUIRE(eight.size() == 1);
+  CHECK_THAT(eight[0], Catch::Contains("\"quiet\": false"));
+  const size_t t = eight[0].find("\"trace\": \"");
+  REQUIRE(t != std::string::npos);
+  const std::string name = eight[0].substr(t + 10, eight[0].find('"', t + 10) - t - 10);
+  const ParsedTrace parsed = ParseWithGo(dir.File(name));
+  INFO(parsed.error);
+  REQUIRE(parsed.ok);
+  CHECK(parsed.Count("GoBlockNet") >= 2);  // its reads of the pipe
+}
+
 TEST_CASE("encode ahead: a process's trace is written once it ends, while the program still runs",
           "[run]") {
   TempDir dir;

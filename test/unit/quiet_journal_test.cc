@@ -115,7 +115,10 @@ TEST_CASE("quiet journal: damage stops the reading, the entries before it are ke
   CHECK(out.empty());
 }
 
-TEST_CASE("learn keys: a command is its directory, executable and arguments after argv[0]", "[journal]") {
+TEST_CASE(
+    "learn keys: a command is its directory, executable and arguments after argv[0], a program its "
+    "path",
+    "[journal]") {
   char a0[] = "sed", a0b[] = "/usr/bin/sed", a1[] = "-n", a2[] = "1p", a2b[] = "2p", a3[] = "1p2p";
   char* sed1[] = {a0, a1, a2, nullptr};
   char* sed1_by_path[] = {a0b, a1, a2, nullptr};
@@ -130,7 +133,17 @@ TEST_CASE("learn keys: a command is its directory, executable and arguments afte
   CHECK(LearnKey("/v", "/usr/bin/sed", sed1) != k);
   CHECK(LearnKey("/w", "/bin/sed", sed1) != k);
   CHECK(LearnKey("/w", "/usr/bin/sed", two) != LearnKey("/w", "/usr/bin/sed", joined));  // "1p" "2p" vs "1p2p"
-  CHECK(kLearnBytes == (kLearnSlots + kLearnProbe) * 8);
+  CHECK(kLearnBytes == (kLearnSlots + kLearnProbe) * 8 + kLearnPids * sizeof(LearnPid));
+  // A program's key: its path alone, apart from any command's, with four
+  // bits for its state.
+  const uint64_t p = ProgramKey("/usr/bin/sed");
+  CHECK((p & kProgramStateMask) == 0);
+  CHECK(p != 0);
+  CHECK(ProgramKey("/bin/sed") != p);
+  CHECK(p != (LearnKey("", "/usr/bin/sed", nullptr) & ~kProgramStateMask));
+  CHECK(kProgramLearnAt < kProgramQuiet);
+  CHECK(kProgramQuiet < kProgramTrace);
+  CHECK(kProgramTrace == kProgramStateMask);
 }
 
 }  // namespace
