@@ -768,7 +768,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       std::string not_traced;
       if (skipped > foreign)
         not_traced = ", " + std::to_string(skipped - foreign) +
-                     " not traced (programs quiet twice before; --every-process traces them)";
+                     " not traced (learned quiet earlier in the run; --every-process traces them)";
       if (foreign > 0)
         not_traced +=
             ", " + std::to_string(foreign) +
