@@ -244,10 +244,8 @@ TEST_CASE("tools reading a pipe through stdio wait there, and are worth a trace 
     const std::vector<std::string> rows = IndexRows(index, "\"" + std::string(tool) + "\"");
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].find("\"quiet\": false") != std::string::npos);
-    const size_t t = rows[0].find("\"trace\": \"");
-    REQUIRE(t != std::string::npos);
-    const std::string name = rows[0].substr(t + 10, rows[0].find('"', t + 10) - t - 10);
-    const ParsedTrace parsed = ParseWithGo(dir.File(name));
+    REQUIRE(!EntryTrace(rows[0]).empty());
+    const ParsedTrace parsed = ParseWithGo(dir.File(EntryTrace(rows[0])));
     INFO(parsed.error);
     CHECK(parsed.ok);
     CHECK(parsed.Count("GoBlockNet") >= 1);  // its read of the pipe
@@ -365,10 +363,8 @@ TEST_CASE("a pipe reader's short waits keep it quiet, 10 ms of them make it wort
   const std::vector<std::string> eight = IndexRows(index, "\"/bin/cat\", \"-u\"");
   REQUIRE(eight.size() == 1);
   CHECK_THAT(eight[0], Catch::Contains("\"quiet\": false"));
-  const size_t t = eight[0].find("\"trace\": \"");
-  REQUIRE(t != std::string::npos);
-  const std::string name = eight[0].substr(t + 10, eight[0].find('"', t + 10) - t - 10);
-  const ParsedTrace parsed = ParseWithGo(dir.File(name));
+  REQUIRE(!EntryTrace(eight[0]).empty());
+  const ParsedTrace parsed = ParseWithGo(dir.File(EntryTrace(eight[0])));
   INFO(parsed.error);
   REQUIRE(parsed.ok);
   CHECK(parsed.Count("GoBlockNet") >= 2);  // its reads of the pipe
