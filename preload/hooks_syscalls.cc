@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 
 #include <cstring>
+#include <optional>
 
 #include "preload/fdclass.h"
 #include "preload/real.h"
@@ -627,14 +628,33 @@ GT_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags) {
 // log::kBusyCpuNs may have run a learned command untraced, which the run
 // then traces again (NoteReapedBusy).
 namespace {
+// A reaped child's CPU time, user and system, in microseconds.
+GT_ALWAYS_INLINE uint64_t CpuUs(const struct rusage& u) {
+  return static_cast<uint64_t>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000 +
+         static_cast<uint64_t>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 template <typename Call>
 pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* ru, Call call) {
   HookScope scope(kGroupIo);
   int own = 0;
   int* st = status != nullptr ? status : &own;
-  if (!scope.active()) return call(status, ru);
   struct rusage own_ru;
   struct rusage* u = ru != nullptr ? ru : &own_ru;
+  if (!scope.active()) {
+    // Nested in a hook (a shell's SIGCHLD handler that reaps while its
+    // read of a command substitution's pipe is in our hook): the child's
+    // end and CPU time all the same.
+    if (GT_LIKELY(!NestedInHook())) return call(status, ru);
+    const pid_t r = call(st, u);
+    if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) {
+      const int saved = errno;
+      RecordNestedChildExit(r, *st);
+      if (CpuUs(*u) >= log::kBusyCpuNs / 1000) NoteReapedBusy(r);
+      errno = saved;
+    }
+    return r;
+  }
   // (Staged, a wait for a child is no reason to make the log: not worth a
   // trace by itself, README "Quiet processes stay quiet".)
   SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, obj, SYS_wait4, frame);
@@ -643,10 +663,7 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* r
   rec.End();
   if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) {
     RecordChildExit(scope, r, *st);
-    const uint64_t cpu_us =
-        static_cast<uint64_t>(u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1'000'000 +
-        static_cast<uint64_t>(u->ru_utime.tv_usec + u->ru_stime.tv_usec);
-    if (GT_UNLIKELY(cpu_us >= log::kBusyCpuNs / 1000)) NoteReapedBusy(r);
+    if (GT_UNLIKELY(CpuUs(*u) >= log::kBusyCpuNs / 1000)) NoteReapedBusy(r);
   }
   errno = saved;
   return r;
@@ -682,18 +699,22 @@ GT_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* ru) {
 GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
   GT_OR_MISSING(waitid, int);
   HookScope scope(kGroupIo);
-  if (!scope.active()) return real_waitid(type, id, info, options);
-  SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, id, SYS_waitid, GT_FRAME());
+  const bool active = scope.active();
+  std::optional<SyscallRecorder> rec;
+  if (active) rec.emplace(scope, WaitKind::kSyscall, FdClass::kUnknown, id, SYS_waitid, GT_FRAME());
   const int r = real_waitid(type, id, info, options);
   const int saved = errno;
-  rec.End();
+  if (active) rec->End();
   // WNOWAIT leaves the child to be reaped later: that wait records it.
   if (r == 0 && info != nullptr && info->si_pid > 0 && !(options & WNOWAIT)) {
     int st = -1;
     if (info->si_code == CLD_EXITED) st = (info->si_status & 0xff) << 8;
     else if (info->si_code == CLD_KILLED) st = info->si_status & 0x7f;
     else if (info->si_code == CLD_DUMPED) st = (info->si_status & 0x7f) | 0x80;
-    if (st >= 0) RecordChildExit(scope, info->si_pid, st);
+    if (st >= 0 && active)
+      RecordChildExit(scope, info->si_pid, st);
+    else if (st >= 0 && GT_UNLIKELY(NestedInHook()))
+      RecordNestedChildExit(info->si_pid, st);
   }
   errno = saved;
   return r;

@@ -1902,6 +1902,36 @@ void RecordChildExit(const HookScope& s, long pid, int status) {
   }
 }
 
+bool NestedInHook() {
+  // Recording, on a thread of ours, inside a hook or the tracer's own code
+  // (which waits for its children with raw system calls, never through
+  // the wait family's hooks: the call is the program's, from a handler).
+  if (g.bind.load(std::memory_order_relaxed) == 0 || (g.events & kGroupIo) == 0) return false;
+  return t_state.depth != 0 && t_state.rec != nullptr &&
+         OnOwnThread(t_state.rec, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+}
+
+void RecordNestedChildExit(long pid, int status) {
+  // The thread's stream may be in the middle of a record the interrupted
+  // code is writing: the process stream takes it, if its lock is free now
+  // (never waited for: the interrupted code may hold it). A staged process
+  // keeps its children in its thread's records (StagedSummary): not here.
+  if (pid <= 0 || g.staged.load(std::memory_order_acquire)) return;
+  TracerScope tracer;
+  ErrnoGuard errno_guard;
+  ProcLock lock{ProcLock::Try{}};
+  if (!lock.held()) return;
+  // No spill to make room (it may wait for the file's grow lock, which the
+  // interrupted code may hold): only into the chunk as it is, keeping
+  // ProcReserve's room for the end.
+  if (!ProcWriter().Fits(log::kMaxFixedRecordBytes + 256)) return;
+  ProcWriter().ChildExit(sys::Ticks(), sys::CurrentCpu(), static_cast<uint64_t>(pid),
+                         static_cast<uint32_t>(status));
+  ProcCommit();
+  if (!g.reaped_child.load(std::memory_order_relaxed))
+    g.reaped_child.store(true, std::memory_order_relaxed);
+}
+
 void RecordHeap(uint64_t live_bytes) {
   const uint32_t bind = g.bind.load(std::memory_order_relaxed);
   if (bind == 0 || t_state.depth != 0) return;

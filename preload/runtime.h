@@ -589,6 +589,15 @@ inline void SetExitStatus(uint64_t status) {
 }
 // A wait for a child that reaped it (pid > 0, status in wait(2) form).
 void RecordChildExit(const HookScope& s, long pid, int status);
+// A wait-family call whose HookScope was not active: whether it runs nested
+// in a hook or in the tracer's code (a signal handler that interrupted
+// them: PostgreSQL's postmaster reaps in its SIGCHLD handler while it
+// waits in select, bash a command substitution's child while its read of
+// the pipe is recorded), and then records the child's exit all the same,
+// in the process stream (RecordNestedChildExit; out of line, the wait's
+// slow path).
+bool NestedInHook();
+GT_NOINLINE void RecordNestedChildExit(long pid, int status);
 // Called by the pthread key destructor on the thread's last TSD round.
 void FinishCurrentThread();
 // Re-reads the module list (after dlopen / dlclose).

@@ -316,7 +316,12 @@ TEST_CASE(
       "/usr/bin/sha256sum s1 >/dev/null\n"
       "/usr/bin/sha256sum big >/dev/null\n"
       // echo with four other argument lists: the fourth is not traced.
-      "for i in 1 2 3 4; do /bin/echo n$i >/dev/null; done\n";
+      "for i in 1 2 3 4; do /bin/echo n$i >/dev/null; done\n"
+      // The same, reaped by a SIGCHLD handler while its process waits in a
+      // hook (bash does so for command substitutions, often while its read
+      // of the pipe is in ours).
+      "for f in s1 s2 s3 big s1; do " +
+      Scenario("reap_in_handler") + " /usr/bin/md5sum $f; done\n";
   const ProcResult r = WrapJob(dir, script, {"-o", dir.File("p.trace")}, "/bin/bash");
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
@@ -336,6 +341,14 @@ TEST_CASE(
   CHECK_THAT(rows[5], Catch::Contains("\"quiet\": false"));
   CHECK(Rows(index, "\"/bin/echo\", \"n") == std::pair<size_t, size_t>{4, 1});
   CHECK(Rows(index, "\"/bin/echo\", \"n4\"]") == std::pair<size_t, size_t>{1, 1});
+  const std::vector<std::string> md5 = IndexRows(index, "\"/usr/bin/md5sum\"");
+  REQUIRE(md5.size() == 5);
+  for (size_t i = 0; i < 5; ++i) {
+    INFO(i << ": " << md5[i]);
+    CHECK((md5[i].find("\"traced\": false") == std::string::npos) == (i != 3));
+    CHECK_THAT(md5[i], Catch::Contains("\"exit\": {\"code\":0}"));  // reaped: its end is known
+  }
+  CHECK(Occurrences(r.out, "reaped exit 0\n") == 5);
 }
 
 TEST_CASE("a pipe reader's short waits keep it quiet, 10 ms of them make it worth a trace",
@@ -619,6 +632,37 @@ TEST_CASE("a fork child killed while it waits is listed by its parent's command 
   CHECK_THAT(row, Catch::Contains("\"argv\": [\"/usr/bin/python3\", \"-c\"") &&
                       Catch::Contains("\"exit\": {\"signal\":9,\"name\":\"SIGKILL\"}") &&
                       Catch::Contains("\"recovered\": true"));
+}
+
+TEST_CASE(
+    "a child reaped by a signal handler that interrupted a recorded wait has its exit in the index",
+    "[run]") {
+  // The postmaster's backends killed by SIGKILL were listed with "exit":
+  // null: it reaps in its SIGCHLD handler, inside its select's hook, where
+  // the waitpid hook did not record.
+  TempDir dir;
+  const ProcResult r =
+      Wrap({"-q", "-o", dir.File("r.trace"), "--", Scenario("reap_in_handler")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string pid = r.out.substr(0, r.out.find('\n'));
+  CHECK_THAT(r.out, Catch::EndsWith("reaped signal 9\n"));
+  const std::string index = Slurp(dir.File("r.trace.index.json"));
+  INFO(index);
+  const size_t at = index.find("{\"pid\": " + pid + ",");
+  REQUIRE(at != std::string::npos);
+  const std::string row = index.substr(at, index.find('\n', at) - at);
+  CHECK_THAT(row, Catch::Contains("\"exit\": {\"signal\":9,\"name\":\"SIGKILL\"}"));
+  // Its end is the reaping, after the parent's 300 ms nap: not its last
+  // record, at the start of its sleep (the launcher takes a reaping 100 ms
+  // or more after a killed process's last record).
+  const size_t d = row.find("\"duration_ns\": ");
+  REQUIRE(d != std::string::npos);
+  CHECK(std::strtoull(row.c_str() + d + 15, nullptr, 10) >= 250'000'000);
+  // The parent's trace is valid, its select whole.
+  const ParsedTrace t = ParseWithGo(dir.File("r.trace"));
+  INFO(t.error);
+  CHECK(t.ok);
 }
 
 TEST_CASE("the summary counts processes, and their images apart", "[run]") {
