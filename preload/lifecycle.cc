@@ -881,6 +881,15 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     }
     log::SlotHeader* h = r->s.hdr();
     const uint32_t kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);
+    // A wait still open (another thread's, or this one's if a signal
+    // handler ends the process from inside it: PostgreSQL's children
+    // SIGQUIT'd in epoll_wait) is one: the reader makes it an open wait,
+    // which makes the process worth a trace (log_summary.cc), as the run
+    // learns.
+    if (kind != 0) {
+      ++events;
+      if (g.unproven.exchange(false, std::memory_order_relaxed)) NoteLearned(log::kLearnTrace);
+    }
     const void* frame = r->wait_frame;
     if (kind == 0 || h->wait_stack != 0 || frame == nullptr || !proc ||
         g.config.unwind == UnwindMode::kNone) {

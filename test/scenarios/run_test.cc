@@ -665,6 +665,31 @@ TEST_CASE(
   CHECK(t.ok);
 }
 
+TEST_CASE("a fork child that ends by _exit from a signal handler while it waits keeps its trace",
+          "[run]") {
+  // It made its log before the poll (a kill while it waits must find the
+  // wait), then ended normally with nothing but the open wait: dropped as
+  // quiet, the 300 ms in poll nowhere (PostgreSQL's SIGQUIT'd children).
+  TempDir dir;
+  const std::string prog = Scenario("handler_exit");
+  const ProcResult r = Wrap({"-q", "-o", dir.File("e.trace"), "--", prog}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "child 2\n");
+  const std::string index = Slurp(dir.File("e.trace.index.json"));
+  INFO(index);
+  std::string child;
+  for (const std::string& row : IndexRows(index, ""))
+    if (row.find("\"exit\": {\"code\":2}") != std::string::npos) child = row;
+  REQUIRE(!child.empty());
+  CHECK_THAT(child, Catch::Contains("\"quiet\": false"));
+  REQUIRE(!EntryTrace(child).empty());
+  const ParsedTrace t = ParseWithGo(dir.File(EntryTrace(child)));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("GoBlockNet") == 1);  // the poll, open until its end
+}
+
 TEST_CASE("the summary counts processes, and their images apart", "[run]") {
   // One process that execs twice (sh, env, sh) and its two children: it
   // said "5 processes ran", one row per image.
