@@ -639,13 +639,13 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* r
   HookScope scope(kGroupIo);
   int own = 0;
   int* st = status != nullptr ? status : &own;
-  struct rusage own_ru;
-  struct rusage* u = ru != nullptr ? ru : &own_ru;
   if (!scope.active()) {
     // Nested in a hook (a shell's SIGCHLD handler that reaps while its
     // read of a command substitution's pipe is in our hook): the child's
     // end and CPU time all the same.
     if (GT_LIKELY(!NestedInHook())) return call(status, ru);
+    struct rusage own_ru;
+    struct rusage* u = ru != nullptr ? ru : &own_ru;
     const pid_t r = call(st, u);
     if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) {
       const int saved = errno;
@@ -655,6 +655,7 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* r
     }
     return r;
   }
+  struct rusage* u = ru != nullptr ? ru : &scope.rec()->reap_usage;
   // (Staged, a wait for a child is no reason to make the log: not worth a
   // trace by itself, README "Quiet processes stay quiet".)
   SyscallRecorder rec(scope, WaitKind::kSyscall, FdClass::kUnknown, obj, SYS_wait4, frame);

@@ -115,24 +115,39 @@ bool InFaultHandler() {
 // written, and the handler, on another thread, waits for it (bounded).
 std::atomic<long> g_exit_encoder{0};
 
+// (The kernel's 64-bit masks, by raw system calls: pthread_sigmask's code,
+// and sigaddset's, sat on pages of libc that an exec'ing fork child of a
+// traced shell ran only for this: a page fault each, issue 18. None of the
+// signals is one glibc keeps for itself.)
+template <size_t N>
+constexpr uint64_t KernelMask(const int (&sigs)[N]) {
+  uint64_t m = 0;
+  for (int s : sigs) m |= uint64_t{1} << (s - 1);
+  return m;
+}
+// rt_sigprocmask(how, set, old) with the kernel's mask; false on failure.
+bool SigMask(int how, const uint64_t* set, uint64_t* old) {
+  return sys::Syscall6(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set),
+                       reinterpret_cast<long>(old), sizeof *set) == 0;
+}
+
 class DeferTermSignals {
  public:
   DeferTermSignals() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : kTermSignals) sigaddset(&set, s);
-    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    const uint64_t set = KernelMask(kTermSignals);
+    known_ = SigMask(SIG_BLOCK, &set, &old_);
     g_exit_encoder.store(sys::GetTid(), std::memory_order_seq_cst);
   }
   ~DeferTermSignals() {
     g_exit_encoder.store(0, std::memory_order_seq_cst);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);  // a pending one is delivered now
+    if (known_) (void)SigMask(SIG_SETMASK, &old_, nullptr);  // a pending one is delivered now
   }
   DeferTermSignals(const DeferTermSignals&) = delete;
   DeferTermSignals& operator=(const DeferTermSignals&) = delete;
 
  private:
-  sigset_t old_;
+  uint64_t old_ = 0;
+  bool known_ = false;
 };
 
 // While the trace is written: the encoder opens the log, the output and the
@@ -1800,11 +1815,10 @@ bool PristineDefault(const struct sigaction& app) {
 // program's action back. Our signals are blocked meanwhile, so one sent in
 // between waits for the action it should meet.
 void InstallCrashHandlers() {
-  sigset_t term, saved;
-  sigemptyset(&term);
-  for (int sig : kTermSignals) sigaddset(&term, sig);
-  for (int sig : kCrashSignals) sigaddset(&term, sig);  // (sent ones: kill -ABRT)
-  pthread_sigmask(SIG_BLOCK, &term, &saved);
+  // (Sent crash signals too: kill -ABRT.)
+  const uint64_t term = KernelMask(kTermSignals) | KernelMask(kCrashSignals);
+  uint64_t saved = 0;
+  const bool known = SigMask(SIG_BLOCK, &term, &saved);
   for (int sig : kCrashSignals) {
     struct sigaction ours {}, old{};
     ours.sa_sigaction = CrashHandler;
@@ -1821,7 +1835,7 @@ void InstallCrashHandlers() {
     g_app_action[sig] = old;
     if (!PristineDefault(old)) InstallTermAction(sig, old);
   }
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (known) (void)SigMask(SIG_SETMASK, &saved, nullptr);
   g_crash_handlers = true;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -92,6 +93,12 @@ struct ThreadRec {
   // published in its slot header): the final flush unwinds a thread still
   // blocked in a system call from it.
   const void* wait_frame = nullptr;
+  // Where the wait family's hook has the kernel write a reaped child's
+  // usage when the caller asked for none (hooks_syscalls.cc, OnChildWait):
+  // 144 more bytes on the stack took a traced shell's waitpid onto one more
+  // stack page, a copy-on-write fault after each of its forks; the pool is
+  // never copied on fork (issue 18).
+  struct rusage reap_usage;
   Tick next_sync = 0;  // after this tick, the next record is followed by a clock sync
   uint32_t unw_gen = 0;  // libunwind: this thread's frame cache generation (0: none)
   // Who the thread is, from its first registration: a thread that moves to
