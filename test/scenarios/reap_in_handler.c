@@ -62,7 +62,9 @@ int main(int argc, char** argv) {
     const struct timespec ts = {1, 0};
     pselect(0, NULL, NULL, NULL, &ts, &open_mask);  // the handler runs in here
   }
-  if (WIFSIGNALED(g_status)) printf("reaped signal %d\n", WTERMSIG(g_status));
-  else printf("reaped exit %d\n", WEXITSTATUS(g_status));
+  if (WIFSIGNALED(g_status))
+    printf("reaped signal %d\n", WTERMSIG(g_status));
+  else
+    printf("reaped exit %d\n", WEXITSTATUS(g_status));
   return 0;
 }

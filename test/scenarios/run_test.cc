@@ -187,7 +187,9 @@ TEST_CASE("a shell job of 50 commands by default: a program quiet twice is liste
   // The sleeps and the reads are traced as before (a program never learned
   // quiet, or only once).
   CHECK(Occurrences(index, "\"argv\": [\"/bin/sleep\", \"0.05\"]") == 2);
-  CHECK_THAT(r.err, Catch::Contains("43 not traced (learned quiet earlier in the run; --every-process traces them)"));
+  CHECK_THAT(r.err,
+             Catch::Contains(
+                 "43 not traced (learned quiet earlier in the run; --every-process traces them)"));
   CHECK_THAT(r.err, Catch::Contains("not traced: true x43"));
   const auto [traces, sleeps] = CheckRunTraces(dir, "job.trace", index);
   CHECK(sleeps == 2);
