@@ -768,6 +768,15 @@ void JoinAhead() {
 // next to where their traces would have gone, says so in one line, and
 // removes the directory. (Runs into other directories are theirs: two
 // jobs running side by side never take each other's logs.)
+//
+// The same for a run that ended while some of its processes still ran (a
+// daemon started by the job, a background job): each writes its own trace
+// when it ends, but one killed by SIGKILL left its log there for good (a
+// PostgreSQL backend of a server the job restarted). Its launcher file
+// stays, marked `ended`, and the sweep moves such logs once their
+// processes are gone. A run whose output directory no longer exists (the
+// user removed it; a test's temporary directory) has nowhere to put them:
+// any run sweeps them away, with one line.
 
 constexpr char kLauncherFile[] = "launcher";
 constexpr char kMarkerName[] = "marker";
@@ -786,6 +795,16 @@ void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
   const std::string text = std::to_string(getpid()) + " " + std::to_string(StartTime(getpid())) +
                            "\n" + (real.empty() ? outdir : real) + "\n";
   (void)!write(fd, text.data(), text.size());
+  close(fd);
+}
+
+// At the run's end, with logs of processes that still run left in
+// run_dir's logs/: the launcher file stays for the sweep, marked ended.
+void MarkLauncherEnded(const std::string& run_dir) {
+  const std::string path = run_dir + "/" + kLauncherFile;
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)!write(fd, "ended\n", 6);
   close(fd);
 }
 
@@ -821,9 +840,14 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     const long pid = std::strtol(buf, &end, 10);
     const uint64_t start = std::strtoull(end, &end, 10);
     if (pid <= 0 || end == nullptr || *end != '\n') continue;
-    std::string outdir(end + 1);
-    if (!outdir.empty() && outdir.back() == '\n') outdir.pop_back();
-    if (outdir.empty() || outdir != ours) continue;
+    const char* line = end + 1;
+    const char* nl = std::strchr(line, '\n');
+    const std::string outdir(line, nl != nullptr ? nl - line : std::strlen(line));
+    const bool ended = nl != nullptr && std::strncmp(nl + 1, "ended\n", 6) == 0;
+    if (outdir.empty()) continue;
+    struct stat od;
+    const bool gone = outdir != ours && stat(outdir.c_str(), &od) != 0 && errno == ENOENT;
+    if (outdir != ours && !gone) continue;
     if (start != 0 && StartTime(static_cast<pid_t>(pid)) == start) continue;  // still running
     // One sweeper per run: the one that renames the launcher file away (two
     // runs starting together moved logs twice and miscounted).
@@ -841,7 +865,7 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
     // is not touched, one held open is a live process's (it ends it; the
     // next sweep moves it).
     const std::set<std::string> held = OpenFiles(logs + "/", "");
-    int moved = 0, left = 0, live = 0;
+    int moved = 0, left = 0, live = 0, dropped = 0;
     for (const std::string& name : names) {
       const std::string from = logs + "/" + name;
       if (held.count(from)) {
@@ -853,8 +877,9 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
       const bool run_claimed = EndsWith(name, ".gtlog.run");
       const bool gtlog = run_claimed || EndsWith(name, ".gtlog");
       const std::string base = name.substr(0, name.size() - (run_claimed ? 10 : gtlog ? 6 : 0));
-      if (run_claimed && access((outdir + "/" + base).c_str(), F_OK) == 0) {
+      if ((run_claimed && access((outdir + "/" + base).c_str(), F_OK) == 0) || gone) {
         unlink(from.c_str());
+        if (gone) ++dropped;
         continue;
       }
       // A name taken there (a later run's log of the same name): .1, .2, ...
@@ -867,16 +892,21 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
       }
       ++(ok ? moved : left);
     }
+    const std::string who =
+        ended ? "processes that outlived a run (launcher pid " + std::to_string(pid) +
+                    ") and were killed"
+              : "a run whose launcher was killed (pid " + std::to_string(pid) + ")";
     if (!quiet && moved > 0)
-      std::fprintf(
-          stderr,
-          "%s: a run whose launcher was killed (pid %ld) left %d event log(s): moved to %s "
-          "(make their traces with: gotrace recover LOG -o TRACE)\n",
-          g_prog, pid, moved, outdir.c_str());
-    if (left > 0 && !quiet)
       std::fprintf(stderr,
-                   "%s: a run whose launcher was killed (pid %ld) left %d event log(s) in %s\n",
-                   g_prog, pid, left, logs.c_str());
+                   "%s: %s left %d event log(s): moved to %s "
+                   "(make their traces with: gotrace recover LOG -o TRACE)\n",
+                   g_prog, who.c_str(), moved, outdir.c_str());
+    if (!quiet && dropped > 0)
+      std::fprintf(stderr, "%s: %s left %d event log(s) for %s, which no longer exists: removed\n",
+                   g_prog, who.c_str(), dropped, outdir.c_str());
+    if (left > 0 && !quiet)
+      std::fprintf(stderr, "%s: %s left %d event log(s) in %s\n", g_prog, who.c_str(), left,
+                   logs.c_str());
     if (left > 0 || live > 0) {
       (void)rename(claimed.c_str(), launcher.c_str());  // for the next sweep
       continue;
@@ -1221,9 +1251,12 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   unlink(journal.c_str());  // read by finish (a failed finish leaves it)
   unlink(learn.c_str());
   // Empty unless a process of the run still runs (it removes its log when
-  // it has written its own trace).
-  if (!log_dir.empty()) rmdir(log_dir.c_str());
-  if (!run_dir.empty()) {
+  // it has written its own trace; one killed leaves it: the launcher file
+  // stays, marked, for the next run's sweep).
+  const bool outlived = !log_dir.empty() && rmdir(log_dir.c_str()) != 0 && errno == ENOTEMPTY;
+  if (!run_dir.empty() && outlived) {
+    MarkLauncherEnded(run_dir);
+  } else if (!run_dir.empty()) {
     unlink((run_dir + "/" + kLauncherFile).c_str());
     rmdir(run_dir.c_str());
   }

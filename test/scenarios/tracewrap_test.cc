@@ -273,6 +273,52 @@ TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs 
   CHECK(ParseWithGo(dir.File("k.trace")).ok);
 }
 
+TEST_CASE(
+    "tracewrap: a process that outlives the run and is killed: the next run moves its log out of "
+    "memory",
+    "[tracewrap]") {
+  // A daemon the job started, killed by SIGKILL after the run ended (a
+  // PostgreSQL backend): its log stayed in /dev/shm for good, as nothing
+  // swept a run whose launcher ended normally. Then the same with an
+  // output directory removed meanwhile: the next run anywhere removes the
+  // logs, which have nowhere to go. (Each job waits a little first: its
+  // sleep makes its log at its nanosleep, staging.)
+  TempDir dir;
+  const std::string gone = dir.File("gone");
+  fs::create_directory(gone);
+  const std::string cmd =
+      "TW=" + kTracewrap + "; " + "$TW -q -o " + dir.File("d.trace") +
+      " -- sh -c '/bin/sleep 30 & echo $! > " + dir.File("p1") + "; sleep 0.2'; " + "$TW -q -o " +
+      gone + "/g.trace -- sh -c '/bin/sleep 30 & echo $! > " + dir.File("p2") + "; sleep 0.2'; " +
+      "kill -9 $(cat " + dir.File("p1") + ") $(cat " + dir.File("p2") + "); rm -r " + gone +
+      "; sleep 0.2; " + "$TW -o " + dir.File("e.trace") + " -- /bin/true";
+  const ProcResult r = Wrap({"-c", cmd}, dir, {}, true, "/bin/sh");  // (a shell running tracewrap)
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK_THAT(r.err, Catch::Contains("processes that outlived a run (launcher pid ") &&
+                        Catch::Contains("left 1 event log(s): moved to " + dir.path()));
+  CHECK_THAT(r.err, Catch::Contains("left 1 event log(s) for " + gone +
+                                    ", which no longer exists: removed"));
+  const std::string pid = Slurp(dir.File("p1")).substr(0, Slurp(dir.File("p1")).find('\n'));
+  const std::string log = dir.File("d.trace." + pid + ".gtlog");
+  REQUIRE(fs::exists(log));
+  const ProcResult rec = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "recover", "-q",
+                                     log, "-o", dir.File("d.trace." + pid)});
+  INFO(rec.err);
+  CHECK(rec.Exited(0));
+  const ParsedTrace t = ParseWithGo(dir.File("d.trace." + pid));
+  INFO(t.error);
+  CHECK(t.ok);
+  CHECK(t.Count("GoSleep") == 1);  // killed in its sleep
+  // Neither run's directory is left on tmpfs.
+  for (const auto& e : fs::directory_iterator("/dev/shm")) {
+    const std::string launcher = e.path().string() + "/launcher";
+    if (e.path().filename().string().rfind("tracewrap.", 0) != 0 || !fs::exists(launcher)) continue;
+    const std::string text = Slurp(launcher);
+    CHECK(text.find(dir.path()) == std::string::npos);
+  }
+}
+
 TEST_CASE("tracewrap: a background job that outlives the program keeps its log and traces itself",
           "[tracewrap]") {
   // Its log is still open when the program ends: not a killed process's. It
