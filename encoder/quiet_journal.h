@@ -98,6 +98,11 @@ struct QuietChild {
 };
 static_assert(sizeof(QuietChild) == 16);
 
+// The run directory's file naming its launcher (encoder/run.cc: the sweep
+// of runs whose launcher was killed, or whose processes outlived them; the
+// last of those removes it, preload/lifecycle.cc).
+inline constexpr char kLauncherFile[] = "launcher";
+
 // The learn table (above).
 inline constexpr char kLearnSuffix[] = ".learn";
 inline constexpr uint32_t kLearnSlots = 8192;

@@ -778,7 +778,6 @@ void JoinAhead() {
 // user removed it; a test's temporary directory) has nowhere to put them:
 // any run sweeps them away, with one line.
 
-constexpr char kLauncherFile[] = "launcher";
 constexpr char kMarkerName[] = "marker";
 
 // A process's start time (clock ticks after boot), or 0 if there is no such
@@ -786,7 +785,7 @@ constexpr char kMarkerName[] = "marker";
 uint64_t StartTime(pid_t pid) { return std::strtoull(ProcStatField(pid, 22).c_str(), nullptr, 10); }
 
 void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
-  const std::string path = run_dir + "/" + kLauncherFile;
+  const std::string path = run_dir + "/" + log::kLauncherFile;
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return;
   // The output directory as the kernel names it: `X/.`, `//X` and a
@@ -801,7 +800,7 @@ void WriteLauncherFile(const std::string& run_dir, const std::string& outdir) {
 // At the run's end, with logs of processes that still run left in
 // run_dir's logs/: the launcher file stays for the sweep, marked ended.
 void MarkLauncherEnded(const std::string& run_dir) {
-  const std::string path = run_dir + "/" + kLauncherFile;
+  const std::string path = run_dir + "/" + log::kLauncherFile;
   const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return;
   (void)!write(fd, "ended\n", 6);
@@ -828,7 +827,7 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
       runs.push_back(std::string("/dev/shm/") + e->d_name);
   closedir(shm);
   for (const std::string& run : runs) {
-    const std::string launcher = run + "/" + kLauncherFile;
+    const std::string launcher = run + "/" + log::kLauncherFile;
     const int fd = open(launcher.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // not ours to judge (another user's, an older tracewrap's, being swept)
     char buf[4200];
@@ -1257,7 +1256,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   if (!run_dir.empty() && outlived) {
     MarkLauncherEnded(run_dir);
   } else if (!run_dir.empty()) {
-    unlink((run_dir + "/" + kLauncherFile).c_str());
+    unlink((run_dir + "/" + log::kLauncherFile).c_str());
     rmdir(run_dir.c_str());
   }
   if (!o.report.empty()) Report(o.report, index, lib);

@@ -1268,15 +1268,21 @@ void Finalize(bool for_exec) {
   // A process that outlived its launcher's run took its log from the run's
   // log directory: the last one out removes it (it fails while not empty),
   // and the run's directory above it (/dev/shm/tracewrap.*, which the
-  // launcher could not remove then): neither stays behind in memory.
+  // launcher could not remove then) with the launcher file it left for the
+  // next run's sweep (encoder/run.cc; a sweep under way has renamed it, and
+  // removes the directory itself): neither stays behind in memory.
   if (g.config.defer && g.config.log_dir[0] != '\0' &&
       sys::Syscall6(SYS_rmdir, reinterpret_cast<long>(g.config.log_dir)) == 0) {
-    char run[sizeof g.config.log_dir];
+    char run[sizeof g.config.log_dir + 16];
     sys::Line(run, sizeof run).Str(g.config.log_dir);
     char* slash = nullptr;
     for (char* p = run; *p != '\0'; ++p)
       if (*p == '/') slash = p;
     if (slash != nullptr && slash != run) {
+      sys::Line(slash, sizeof run - static_cast<size_t>(slash - run))
+          .Char('/')
+          .Str(log::kLauncherFile);
+      sys::Unlink(run);
       *slash = '\0';
       sys::Syscall6(SYS_rmdir, reinterpret_cast<long>(run));
     }
