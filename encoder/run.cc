@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -919,6 +920,41 @@ void SweepKilledRuns(const std::string& our_outdir, bool quiet) {
   }
 }
 
+// A process that made its log after its run had ended (a daemon the job
+// started, staged until its first wait) keeps it next to its trace and
+// writes the trace itself when it ends; one killed by SIGKILL leaves only
+// the log, which no run lists. The next run into that directory says so in
+// one line, for each such log: NAME.gtlog with no NAME beside it, held
+// open by no process. (Logs kept by GOTRACE_KEEP_LOG have their traces.)
+void RemindLeftLogs(const std::string& our_outdir, bool quiet) {
+  if (quiet) return;
+  // (As /proc names the files held open.)
+  const std::string real = RealPath(our_outdir);
+  const std::string& outdir = real.empty() ? our_outdir : real;
+  std::vector<std::string> left;
+  if (DIR* d = opendir(outdir.c_str()); d != nullptr) {
+    for (dirent* e; (e = readdir(d)) != nullptr;) {
+      const std::string name = e->d_name;
+      if (!EndsWith(name, ".gtlog")) continue;
+      const std::string trace = outdir + "/" + name.substr(0, name.size() - 6);
+      if (access(trace.c_str(), F_OK) != 0) left.push_back(outdir + "/" + name);
+    }
+    closedir(d);
+  }
+  if (left.empty()) return;
+  const std::set<std::string> held = OpenFiles(outdir + "/", ".gtlog");
+  std::vector<std::string> dead;
+  for (const std::string& l : left)
+    if (held.count(l) == 0) dead.push_back(l);
+  if (dead.empty()) return;
+  std::sort(dead.begin(), dead.end());
+  std::fprintf(stderr,
+               "%s: %s holds %zu event log(s) of processes that ended without writing their traces "
+               "(killed after their run?), e.g. %s: make their traces with: gotrace recover LOG -o "
+               "TRACE\n",
+               g_prog, outdir.c_str(), dead.size(), dead[0].c_str());
+}
+
 // Started with stdin, stdout or stderr closed (`prog >&- 2>&-`), the
 // launcher's own descriptors would take those numbers: the run's eventfd
 // became descriptor 1, a pipe descriptor 2, and the summary line written
@@ -1042,6 +1078,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // The logs themselves in its subdirectory logs/, the only files there:
   // the encode ahead watches it (inotify), and the quiet processes' journal
   // entries (next to the marker) wake nothing.
+  RemindLeftLogs(outdir, o.quiet);  // (before the sweep, which says what it moves itself)
   SweepKilledRuns(outdir, o.quiet);
   std::string run_dir, log_dir;
   // Problem: a container's /dev/shm is small (64 MiB by default in Docker

@@ -327,6 +327,42 @@ TEST_CASE(
   CHECK(RunDirsNaming(gone) == 0);
 }
 
+TEST_CASE("tracewrap: a log made after its run ended, its process killed: the next run says so",
+          "[tracewrap]") {
+  // The job's background subshell blocks opening a FIFO until the run has
+  // ended, then makes its log (next to its trace: no run to leave it to)
+  // and execs a sleep, which is killed. No index lists it; its log alone
+  // stayed, and no run said a word of it.
+  TempDir dir;
+  const std::string fifo = dir.File("f");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string cmd = "TW=" + kTracewrap + "; $TW -q -o " + dir.File("d.trace") +
+                          " -- sh -c '(exec /bin/sleep 30 < " + fifo + ") & echo $! > " +
+                          dir.File("p") + "'; sleep 0.2; echo x > " + fifo +
+                          "; sleep 0.3; kill -9 $(cat " + dir.File("p") + "); sleep 0.2; $TW -o " +
+                          dir.File("e.trace") + " -- /bin/true";
+  const ProcResult r = Wrap({"-c", cmd}, dir, {}, true, "/bin/sh");  // (a shell running tracewrap)
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  const std::string pid = Slurp(dir.File("p")).substr(0, Slurp(dir.File("p")).find('\n'));
+  const std::string log = dir.File("d.trace." + pid + ".gtlog");
+  REQUIRE(fs::exists(log));
+  CHECK_THAT(r.err, Catch::Contains(dir.path() + " holds 1 event log(s) of processes that ended "
+                                                 "without writing their traces") &&
+                        Catch::Contains(log));
+  // A log kept on purpose (GOTRACE_KEEP_LOG) has its trace beside it: the
+  // run after it does not count it (the killed one's is still there).
+  const ProcResult k =
+      Wrap({"-o", dir.File("k.trace"), "--", "/bin/true"}, dir, {"GOTRACE_KEEP_LOG=1"});
+  INFO(k.err);
+  CHECK(k.Exited(0));
+  REQUIRE(fs::exists(dir.File("k.trace.gtlog")));
+  const ProcResult q = Wrap({"-o", dir.File("q.trace"), "--", "/bin/true"}, dir);
+  INFO(q.err);
+  CHECK(q.Exited(0));
+  CHECK_THAT(q.err, Catch::Contains(" holds 1 event log(s) ") && Catch::Contains(log));
+}
+
 TEST_CASE("tracewrap: a background job that outlives the program keeps its log and traces itself",
           "[tracewrap]") {
   // Its log is still open when the program ends: not a killed process's. It
