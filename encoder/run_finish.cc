@@ -575,11 +575,12 @@ int FinishRun(const GotraceFinishRequest& req) {
   };
   // A fork child with a trace says its command line at its end (its title,
   // as a server's workers set it); one killed first (SIGKILL, a CI
-  // timeout) said nothing: its parent's, as README promises when the
-  // child's own cannot be read (the latest parent of that pid that began
-  // before it: pids are reused).
+  // timeout), or still running when the run ends (a daemon's fork), has
+  // said nothing yet: its parent's, as README promises when the child's
+  // own cannot be read (the latest parent of that pid that began before
+  // it: pids are reused).
   for (Item& it : items) {
-    if (!it.sum.argv.empty() || it.quiet || it.sum.skipped || !it.killed) continue;
+    if (!it.sum.argv.empty() || it.quiet || it.sum.skipped || !(it.killed || it.running)) continue;
     const Item* parent = nullptr;
     for (const Item& p : items) {
       if (p.sum.pid != it.sum.ppid || p.sum.argv.empty() || p.sum.start_ns > it.sum.start_ns)

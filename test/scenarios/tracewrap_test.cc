@@ -379,6 +379,9 @@ TEST_CASE("tracewrap: a background job that outlives the program keeps its log a
   CHECK_THAT(r.err, Catch::Contains("still running"));
   CHECK_THAT(r.err, !Catch::Contains("recorded nothing"));
   CHECK_THAT(r.err, !Catch::Contains("recovered"));
+  const std::string index = Slurp(dir.File("bg.trace.index.json"));
+  INFO(index);
+  CHECK(index.find("\"running\": true") != std::string::npos);
   // The job ends later and writes its own traces (the subshell and sleep).
   size_t traces = 0;
   for (int i = 0; i < 100; ++i) {
@@ -406,6 +409,32 @@ TEST_CASE("tracewrap: a background job that outlives the program keeps its log a
   size_t left = 1;
   for (int i = 0; i < 40 && (left = RunDirsNaming(dir.path())) != 0; ++i) usleep(50000);
   CHECK(left == 0);
+}
+
+TEST_CASE("tracewrap: a fork still running at the end is listed under its parent's command line",
+          "[tracewrap]") {
+  // A fork says its command line at its end (its title); one still running
+  // when the run ends (a daemon's fork: redis-server --daemonize) had said
+  // nothing, and its row read "argv": [], "exe": "".
+  TempDir dir;
+  const std::string script = "mkfifo " + dir.File("F") + "; ( exec 3<>" + dir.File("F") +
+                             "; read -t 1 v <&3 ) & sleep 0.3; echo fg";
+  const ProcResult r = Wrap({"-q", "-o", dir.File("r.trace"), "--", "bash", "-c", script}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  const std::string index = Slurp(dir.File("r.trace.index.json"));
+  INFO(index);
+  size_t running = 0;
+  for (size_t at = index.find("\"running\": true"); at != std::string::npos;
+       at = index.find("\"running\": true", at + 1)) {
+    const size_t row_at = index.rfind("{\"pid\": ", at);
+    const std::string row = index.substr(row_at, at - row_at);
+    INFO(row);
+    ++running;
+    CHECK_THAT(row, Catch::Contains("\"argv\": [\"bash\", \"-c\", ") &&
+                        Catch::Contains("\"exe\": \"/usr/bin/bash\""));
+  }
+  CHECK(running == 1);
 }
 
 TEST_CASE("tracewrap: a run that writes no trace says so", "[tracewrap]") {
