@@ -348,6 +348,14 @@ inline constexpr uint64_t kBusyCpuNs = 20'000'000;
 // preload/runtime.cc: NoteIoBlock).
 inline constexpr uint64_t kQuietIoCallNs = 1'000'000;
 inline constexpr uint64_t kQuietIoTotalNs = 10'000'000;
+// The two, given the block threshold (GOTRACE_BLOCK_US) that may raise them.
+inline constexpr uint64_t QuietIoCallNs(uint64_t block_threshold_ns) {
+  return block_threshold_ns > kQuietIoCallNs ? block_threshold_ns : kQuietIoCallNs;
+}
+inline constexpr uint64_t QuietIoTotalNs(uint64_t block_threshold_ns) {
+  return QuietIoCallNs(block_threshold_ns) > kQuietIoTotalNs ? QuietIoCallNs(block_threshold_ns)
+                                                             : kQuietIoTotalNs;
+}
 inline constexpr uint64_t kSwitchOut = 1;        // kSwitch flags
 inline constexpr uint64_t kSwitchPreempt = 2;
 

@@ -24,7 +24,13 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
   out->ppid = f.header.ppid;
   out->start_ns = f.header.start_ns;
   out->end_ns = f.header.start_ns;
-  uint64_t io_block_ns = 0;  // system calls' waits of io_ns or more (below)
+  // A system call counts as a block here from 1 ms (or the block threshold,
+  // if higher), 10 ms of them in all (log::kQuietIoTotalNs): a short
+  // process reading its input on a busy machine takes tens of microseconds
+  // per call without being off its CPU, and `head` waits a millisecond for
+  // `sort`; that alone is not worth a trace of its own.
+  const uint64_t io_ns = log::QuietIoCallNs(block_threshold_ns);
+  uint64_t io_block_ns = 0;  // system calls' waits of io_ns or more
   for (uint32_t s = 0; s < set.streams().size(); ++s) {
     const log::Stream& stream = set.streams()[s];
     const bool thread = stream.serial != log::kProcessSerial && stream.serial != log::kKernelSerial;
@@ -38,13 +44,6 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
         case log::kWait: {
           const auto kind = static_cast<log::WaitKind>(r.wait.kind);
           const bool io = kind == log::WaitKind::kSyscall || kind == log::WaitKind::kNet;
-          // A system call counts as a block here from 1 ms (or the block
-          // threshold, if higher), 10 ms of them in all
-          // (log::kQuietIoTotalNs): a short process reading its input on a
-          // busy machine takes tens of microseconds per call without being
-          // off its CPU, and `head` waits a millisecond for `sort`; that
-          // alone is not worth a trace of its own.
-          const uint64_t io_ns = std::max<uint64_t>(block_threshold_ns, log::kQuietIoCallNs);
           // A wait for a child process (wait4, waitid: the call's number is
           // the wait's aux) is no reason of its own: the child is in the
           // index, with its own trace if it did something (a shell's
@@ -55,9 +54,6 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
             ++out->blocking_waits;
           } else if (r.wait.duration >= io_ns) {
             io_block_ns += r.wait.duration;
-            if (io_block_ns >= std::max(log::kQuietIoTotalNs, io_ns) &&
-                io_block_ns - r.wait.duration < std::max(log::kQuietIoTotalNs, io_ns))
-              ++out->blocking_waits;  // (once, when they add up)
           }
           break;
         }
@@ -109,6 +105,7 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
       }
     }
   }
+  if (io_block_ns >= log::QuietIoTotalNs(block_threshold_ns)) ++out->blocking_waits;
   return Status::Ok();
 }
 

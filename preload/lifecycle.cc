@@ -903,7 +903,7 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
     // learns.
     if (kind != 0) {
       ++events;
-      if (g.unproven.exchange(false, std::memory_order_relaxed)) NoteLearned(log::kLearnTrace);
+      ProveWorthy();
     }
     const void* frame = r->wait_frame;
     if (kind == 0 || h->wait_stack != 0 || frame == nullptr || !proc ||
@@ -2231,9 +2231,9 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
   // As the launcher judges a process quiet (log_summary.cc): system calls
   // of 1 ms, or of the block threshold if that is longer, 10 ms of them in
   // all, are worth a trace.
-  const uint64_t io_ns = std::max<uint64_t>(log::kQuietIoCallNs, g.config.block_threshold_ns);
-  g.quiet_io_ticks = tps / 1'000'000 * io_ns / 1000;
-  g.quiet_io_total_ticks = tps / 1'000'000 * std::max<uint64_t>(log::kQuietIoTotalNs, io_ns) / 1000;
+  g.quiet_io_ticks = tps / 1'000'000 * log::QuietIoCallNs(g.config.block_threshold_ns) / 1000;
+  g.quiet_io_total_ticks =
+      tps / 1'000'000 * log::QuietIoTotalNs(g.config.block_threshold_ns) / 1000;
   g.events = g.config.events;
   // Registered early, so they run late: after the program's own atexit /
   // at_quick_exit handlers and static destructors (H26).

@@ -1777,10 +1777,7 @@ void MaterializeIfWouldBlock(int fd, long sysno) {
 uint64_t ThreadCpuNs(uint32_t tid) {
   // The kernel's per-thread CPU clock of any thread of this process:
   // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) (include/linux/posix-timers.h).
-  const long clock = static_cast<long>((~static_cast<uint64_t>(tid) << 3) | 6);
-  struct timespec ts {};
-  if (sys::Syscall6(SYS_clock_gettime, clock, reinterpret_cast<long>(&ts)) != 0) return 0;
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return sys::ClockNs(static_cast<long>((~static_cast<uint64_t>(tid) << 3) | 6));
 }
 
 void RecordCpuTime(ThreadRec* r, Tick ts, uint32_t cpu) {

@@ -20,7 +20,6 @@
 
 #include <errno.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 
 #include <atomic>
@@ -31,7 +30,6 @@
 #include "encoder/log_writer.h"
 #include "preload/config.h"
 #include "preload/sys/clock.h"
-#include "preload/sys/raw.h"
 #include "unwind/cfi_unwind.h"
 
 #define GT_ALWAYS_INLINE __attribute__((always_inline)) inline
@@ -528,12 +526,7 @@ uint64_t ThreadCpuNs(uint32_t tid);
 // This process's CPU time (all its threads, since the fork that made it),
 // in ns; 0 if unknown. One system call. (Inline: a quiet command's exit
 // asks, from the code laid out for it, preload/fork_path.ld.)
-GT_ALWAYS_INLINE uint64_t ProcessCpuNs() {
-  struct timespec ts {};
-  if (sys::Syscall6(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, reinterpret_cast<long>(&ts)) != 0)
-    return 0;
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+GT_ALWAYS_INLINE uint64_t ProcessCpuNs() { return sys::ClockNs(CLOCK_PROCESS_CPUTIME_ID); }
 // r's thread's CPU time as a kCpuTime record at `ts`, by r's own thread:
 // at its end, so that each thread's running total is known exactly even
 // where the timeline is inferred.

@@ -11,11 +11,15 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
+
+#include "preload/sys/raw.h"
 
 namespace gotrace::sys {
 
@@ -30,6 +34,14 @@ inline uint64_t Ticks() {
 }
 
 uint64_t MonotonicNs();
+
+// The clock `clock` (any clockid, a CPU clock's too) in ns; 0 if the
+// kernel refuses it. One raw system call.
+inline uint64_t ClockNs(long clock) {
+  struct timespec ts {};
+  if (Syscall6(SYS_clock_gettime, clock, reinterpret_cast<long>(&ts)) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // Ticks per second: an estimate from the calibration points taken so far
 // (InitClock, then every call measures against it).
