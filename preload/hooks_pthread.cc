@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
+#include <sys/single_threaded.h>
 
 #include "preload/lifecycle.h"
 #include "preload/real.h"
@@ -37,6 +38,18 @@ constexpr int kMutexKindMask = 0x7f;
 constexpr int kMutexRobust = 16;       // PTHREAD_MUTEX_ROBUST_NORMAL_NP
 constexpr int kMutexPrioInherit = 32;  // PTHREAD_MUTEX_PRIO_INHERIT_NP
 constexpr int kMutexRecursive = 1;     // PTHREAD_MUTEX_RECURSIVE_NP (kind & 3)
+constexpr int kMutexPshared = 128;     // PTHREAD_MUTEX_PSHARED_BIT
+
+// A lock that cannot wait: a private mutex, free, in a process with one
+// thread (no other thread or process can hold it or take it meanwhile).
+// glibc (2.34+) takes such a lock with a plain store, where trylock always
+// pays a locked compare-and-swap: sqlite3's mutexes spent 1.7% of its run
+// there.
+GT_ALWAYS_INLINE bool MutexCannotWait(pthread_mutex_t* m) {
+  return __libc_single_threaded != 0 &&
+         (__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & kMutexPshared) == 0 &&
+         __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
+}
 
 // True if unlocking m now may wake a waiter.
 GT_ALWAYS_INLINE bool MutexHasWaiters(pthread_mutex_t* m) {
@@ -259,6 +272,7 @@ GT_NOINLINE int CondWakeSlow(pthread_cond_t* c, bool all) {
 
 // The uncontended path is trylock and return: no TLS access, no event.
 GT_EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
+  if (MutexCannotWait(m)) return GT_REAL(pthread_mutex_lock)(m);
   const int rc = GT_REAL(pthread_mutex_trylock)(m);
   if (GT_LIKELY(rc != EBUSY)) return rc;  // acquired (0, EOWNERDEAD) or an error
   return MutexLockSlow(m);

@@ -72,6 +72,22 @@ TEST_CASE("4-way mutex contention: -pprof=sync names the contended function and 
   if (p23.ok) CHECK_THAT(p23.traces, Catch::Contains("contended_section"));
 }
 
+TEST_CASE("a process with one thread waits on a mutex another process holds", "[preload]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("mutex_pshared")}, dir, {"GOTRACE_FOLLOW=0"});
+  CHECK(s.plain.out == "locked 0 child 0\n");
+  // The parent's only wait on a mutex: about the child's 150 ms hold.
+  const std::vector<Wake> waits = Wakes(s.parsed);
+  const auto lock = std::find_if(waits.begin(), waits.end(),
+                                 [](const Wake& w) { return w.block->name == "GoBlockSync"; });
+  REQUIRE(lock != waits.end());
+  CHECK(lock->unblock->ts - lock->block->ts > 50'000'000);
+  PprofResult p = Pprof(s.trace, "sync");
+  INFO(p.error);
+  REQUIRE(p.ok);
+  CHECK_THAT(p.traces, Catch::Contains("lock_shared"));
+}
+
 TEST_CASE("C++ thread pool with std::mutex, std::condition_variable and exceptions",
           "[preload]") {
   TempDir dir;
