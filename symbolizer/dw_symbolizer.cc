@@ -867,6 +867,23 @@ class Module {
     out->insert(out->end(), it->second.begin(), it->second.end());
   }
 
+  // What the first addresses would cost, paid now: the file opened, its
+  // DWARF read in (where the policy reads it), its symbol table indexed.
+  void Warm() {
+    if (!Open()) return;
+    if (dwarf_) {
+      Dwarf_Addr dwbias = 0;
+      (void)dwfl_module_getdwarf(mod_, &dwbias);
+    }
+    if (symbols_ == nullptr) {
+      if (!raw_tried_) {
+        raw_tried_ = true;
+        raw_ok_ = raw_.Open(mod_, dwarf_, callbacks_);
+      }
+      symbols_ = std::make_unique<SymbolIndex>(mod_, raw_ok_ ? &raw_ : nullptr);
+    }
+  }
+
  private:
   bool Open() {
     if (opened_) return mod_ != nullptr;
@@ -1006,26 +1023,44 @@ class ModulePool {
  public:
   explicit ModulePool(const DwOptions& options) : options_(options) {}
 
+  // One module per file: two names of it (a log's /lib/x86_64-linux-gnu/libc.so.6,
+  // /proc/PID/maps' /usr/lib/x86_64-linux-gnu/libc.so.6) share it when their
+  // last components agree (an address no symbol covers is named after it).
   Module* Get(const std::string& path) {
     struct stat st {};
-    std::string key = path;
+    std::string key = path, file;
     if (stat(path.c_str(), &st) == 0) {
       char id[96];
       std::snprintf(id, sizeof id, "|%ju:%ju:%jd:%jd.%ld", static_cast<uintmax_t>(st.st_dev),
                     static_cast<uintmax_t>(st.st_ino), static_cast<intmax_t>(st.st_size),
                     static_cast<intmax_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
       key += id;
+      file = Basename(path) + id;
     }
-    auto [it, inserted] = modules_.try_emplace(key);
-    if (inserted) it->second = std::make_unique<Module>(path, 0, options_);
-    return it->second.get();
+    auto [it, inserted] = by_name_.try_emplace(key, nullptr);
+    if (!inserted) return it->second;
+    if (!file.empty()) {
+      auto [same, made] = by_file_.try_emplace(file, nullptr);
+      if (!made) return it->second = same->second;
+      it->second = same->second = Own(path);
+    } else {
+      it->second = Own(path);
+    }
+    return it->second;
   }
   std::mutex& mu() { return mu_; }
 
  private:
+  Module* Own(const std::string& path) {
+    owned_.push_back(std::make_unique<Module>(path, 0, options_));
+    return owned_.back().get();
+  }
+
   DwOptions options_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Module>> modules_;
+  std::vector<std::unique_ptr<Module>> owned_;
+  std::map<std::string, Module*> by_name_;  // path and identity
+  std::map<std::string, Module*> by_file_;  // last component and identity
 };
 
 class DwSymbolizer final : public Symbolizer {
@@ -1173,13 +1208,19 @@ SymbolizerFactory DefaultSymbolizerFactory(const DwOptions& o) {
   };
 }
 
-SymbolizerFactory SharedSymbolizerFactory(const DwOptions& o) {
+SharedSymbols::SharedSymbols(const DwOptions& o) {
   const DwOptions options = WithDebuginfod(o);
   auto pool = std::make_shared<ModulePool>(options);
-  return [options, pool](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
+  factory_ = [options, pool](const log::LogFile&) -> std::unique_ptr<Symbolizer> {
     return std::make_unique<DwSymbolizer>(options, pool);
   };
+  warm_ = [pool](const std::string& path) {
+    std::lock_guard<std::mutex> lock(pool->mu());
+    pool->Get(path)->Warm();
+  };
 }
+
+SymbolizerFactory SharedSymbolizerFactory(const DwOptions& o) { return SharedSymbols(o).Factory(); }
 
 SymbolizerFactory DefaultSymbolizerFactory(bool offline) {
   DwOptions options;

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,24 @@ SymbolizerFactory DefaultSymbolizerFactory(bool offline = false);  // system_dwa
 // processes' logs (on several threads: the sharing is locked): each file is
 // opened and indexed once for all of them.
 SymbolizerFactory SharedSymbolizerFactory(const DwOptions& options);
+
+// The same, with its files opened ahead of the logs that will ask for them:
+// a launcher warms what its program has mapped while the program runs, so
+// that the run's end, which waits for the encode, finds them read in and
+// indexed (encoder/run_finish.cc). Warming changes no answer.
+class SharedSymbols {
+ public:
+  explicit SharedSymbols(const DwOptions& options);
+  const SymbolizerFactory& Factory() const { return factory_; }
+  // Opens the ELF file at `path`, reads its DWARF where the options' policy
+  // would, and indexes its symbol table. Thread-safe (the files' lock: an
+  // encode on another thread waits for it).
+  void Warm(const std::string& path) const { warm_(path); }
+
+ private:
+  SymbolizerFactory factory_;
+  std::function<void(const std::string&)> warm_;
+};
 
 // Whether `path`, already resolved (realpath), is in a system library or
 // program directory: /lib, /lib64, /usr/lib, /usr/lib64, /usr/libexec, /bin,

@@ -829,6 +829,73 @@ TEST_CASE("symbolizer: a pass over the symbol table and the sorted index agree",
   }
 }
 
+// SharedSymbols::Warm (a launcher reading its running program's files
+// before any log asks, by the names /proc/PID/maps gives) changes no
+// answer: a file warmed under another name of it with the same last
+// component is the module the log's name opens; one warmed under a name
+// with another last component is not (an address no symbol covers is
+// named after the log's name).
+TEST_CASE("symbolizer: files warmed ahead answer as files opened on demand", "[symbolizer]") {
+  unsetenv("DEBUGINFOD_URLS");
+  const Fixture a = Load(GT_SYMFIX_A);
+  const GtFixResult r = RunInlined(a);
+  const Fixture stripped = Load(GT_SYMFIX_STRIPPED);
+  const Libc libc = FindLibc();
+  TempDir tmp;
+  const std::string stripped_base = Basename(stripped.obj.path);
+  const std::string unnamed = stripped_base + "+0x" + [&] {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%" PRIx64, stripped.obj.text_lo - stripped.obj.bias);
+    return std::string(hex);
+  }();
+  struct Way {
+    const char* what;
+    std::vector<std::string> warm;
+  };
+  const std::vector<Way> ways = {
+      {"not warmed", {}},
+      {"warmed under the log's names", {a.obj.path, stripped.obj.path, libc.obj.path}},
+      {"warmed under other names, same last components",
+       {tmp.Symlink(a.obj.path, Basename(a.obj.path)),
+        tmp.Symlink(stripped.obj.path, stripped_base),
+        tmp.Symlink(libc.obj.path, Basename(libc.obj.path))}},
+      {"warmed under other last components",
+       {tmp.Symlink(a.obj.path, "other-a.so"), tmp.Symlink(stripped.obj.path, "other-b.so"),
+        tmp.Symlink(libc.obj.path, "other-c.so")}},
+      {"warmed with files that are not there or not ELF", {tmp.path + "/missing.so", kFixtureSource}},
+  };
+  for (const Way& way : ways) {
+    INFO(way.what);
+    SharedSymbols shared(Fast());
+    for (const std::string& path : way.warm) shared.Warm(path);
+    auto s = shared.Factory()(log::LogFile{});
+    auto fresh = MakeDwSymbolizer(Fast());
+    for (Symbolizer* each : {s.get(), fresh.get()}) {
+      each->ModuleLoaded(LoadOf(a.obj, 0));
+      each->ModuleLoaded(LoadOf(stripped.obj, 0));
+      each->ModuleLoaded(LoadOf(libc.obj, 0));
+    }
+    CheckInlinedFrames(Symbolize(s.get(), r.pc - 1, 0), r);
+    CHECK(Symbolize(s.get(), stripped.obj.text_lo, 0).at(0).func == unnamed);
+    size_t compared = 0;
+    for (const Object* o : {&a.obj, &stripped.obj, &libc.obj}) {
+      const uint64_t step = std::max<uint64_t>(61, (o->text_hi - o->text_lo) / 500);
+      for (uint64_t addr = o->text_lo; addr < o->text_hi; addr += step, ++compared) {
+        const auto got = Symbolize(s.get(), addr, 0);
+        const auto want = Symbolize(fresh.get(), addr, 0);
+        INFO(o->path << " at " << Hex(addr));
+        REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          CHECK(got[i].func == want[i].func);
+          CHECK(got[i].file == want[i].file);
+          CHECK(got[i].line == want[i].line);
+        }
+      }
+    }
+    CHECK(compared > 500);
+  }
+}
+
 TEST_CASE("symbolizer: full mode reads a system library's separate debug file", "[symbolizer]") {
   unsetenv("DEBUGINFOD_URLS");
   const Libc libc = FindLibc();
