@@ -253,22 +253,24 @@ bool Preloadable(const char* path, int depth = 0) {
 // What an exec of `file` (execvp's search when `search`) is to run: whether
 // it may succeed, and, when the run may leave it untraced (issue 18,
 // preload/learn.h), its absolute path (else nullptr: no look-up is made);
-// whether our library can be preloaded into it (Preloadable).
+// the file to ask whether our library can be preloaded into it
+// (Preloadable; nullptr: it can). Asked only of a command the run has not
+// learned quiet: one it learned ran with the library (the question was an
+// open, a read and a close in a shell's fork child before each command).
 struct ExecTarget {
   bool may_succeed;
   const char* learn_path;
-  bool preloadable = true;
+  const char* check = nullptr;
+  bool Preloadable() const { return check == nullptr || ::Preloadable(check); }
 };
 ExecTarget Target(const char* file, bool search, char* buf, size_t n) {
   if (!search) {
     const bool ok = MayExec(file);
-    return {ok, gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr,
-            !ok || Preloadable(file)};
+    return {ok, gotrace::LearnActive() ? AbsolutePath(file, buf, n) : nullptr, ok ? file : nullptr};
   }
   const char* found;
   const bool ok = MayExecSearch(file, buf, n, &found);
-  const bool preloadable = !ok || found == nullptr || Preloadable(found);
-  return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr, preloadable};
+  return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr, ok ? found : nullptr};
 }
 
 // When the run learned the command quiet, it runs without our library and
@@ -288,10 +290,10 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   uint32_t image = 0;
   uint64_t start_ns = 0;
   log::LearnPid who{};
-  bool learned = false;
+  bool learned = false, foreign = false;
   if (may_succeed &&
-      (!t.preloadable ||
-       (target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who)))) &&
+      ((target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who))) ||
+       (foreign = !t.Preloadable())) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     untraced = true;
     child = env.ptrs;
@@ -300,8 +302,8 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     image = gotrace::NextImage(pid);
     start_ns = sys::MonotonicNs();
     gotrace::NoteUntraced(pid, ppid, image, start_ns,
-                          log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target,
-                          argv, learned ? &who : nullptr);
+                          log::kQuietSkipped | (foreign ? log::kQuietForeign : 0), target, argv,
+                          learned ? &who : nullptr);
   } else {
     child = ChildEnv(envp, &env);
   }
@@ -324,17 +326,18 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
   GT_EXEC_ENV(env, envp);
   const char* target = t.learn_path;
   log::LearnPid who{};
-  bool learned = false;
-  if ((!t.preloadable || (pid != nullptr && target != nullptr &&
-                          (learned = gotrace::SkipTracing(target, argv, &who)))) &&
+  bool learned = false, foreign = false;
+  if (((pid != nullptr && target != nullptr &&
+        (learned = gotrace::SkipTracing(target, argv, &who))) ||
+       (foreign = !t.Preloadable())) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     const uint64_t start_ns = sys::MonotonicNs();
     const int r = spawn(env.ptrs);
     // Raw system calls: errno stays the spawn's.
     if (r == 0 && pid != nullptr)
       gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns,
-                            log::kQuietSkipped | (t.preloadable ? 0 : log::kQuietForeign), target,
-                            argv, learned ? &who : nullptr);
+                            log::kQuietSkipped | (foreign ? log::kQuietForeign : 0), target, argv,
+                            learned ? &who : nullptr);
     return r;
   }
   return spawn(ChildEnv(envp, &env));
