@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <condition_variable>
 #include <cstdio>
@@ -857,21 +857,20 @@ int FinishRun(const GotraceFinishRequest& req) {
   return traces;
 }
 
-// Problem (issue 18): the launcher encoded every log once the program had
-// ended, so a long job's logs all waited in the log directory (tmpfs:
-// memory) and its end waited for all of their encodes. Each log is complete
-// when its process ends, and then nothing writes it again: the kernel says
-// when (inotify: the last writer's descriptor and mappings are gone,
-// IN_CLOSE_WRITE). Encoding each one at once, on CPUs the program left idle,
-// cost a build that keeps every CPU busy more than it saved (make -j2 on 2
-// CPUs: 1.096 of untraced against 1.078, 25 interleaved rounds: the
-// encoder's work beside the compilers', the traces' files written
-// meanwhile). So ended logs wait until they add up to the backlog
-// (GOTRACE_ENCODE_AHEAD MiB, default 64), and then are encoded together,
-// with the run's symbol cache, and removed: a build's logs (10 MB) stay for
-// the end as before, a long job's are bounded. A log that is not complete
-// then (a killed process's) is left for the end, which recovers it as
-// before; so is everything after *stop.
+using Clock = std::chrono::steady_clock;
+
+// Waits until `ms` milliseconds after `start`, or until wake_fd is readable
+// (the program ended).
+void WaitUntil(Clock::time_point start, int ms, int wake_fd) {
+  for (;;) {
+    const auto left =
+        ms - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    pollfd w = {wake_fd, POLLIN, 0};
+    if (left <= 0 || wake_fd < 0 || poll(&w, 1, static_cast<int>(left)) >= 0 || errno != EINTR)
+      return;
+  }
+}
+
 // The program and libraries the run's program has mapped now (executable
 // mappings of files, from /proc/PID/maps), less those in `seen`, which
 // gains them.
@@ -906,20 +905,13 @@ std::vector<std::string> MappedFiles(int pid, std::set<std::string>* seen) {
 // for the end (SharedSymbols::Warm; the traces do not change). Looked at a
 // few times in the first two seconds (a shim that execs the real program
 // maps other files later), each time only what is new.
-void WarmProgramFiles(const GotraceFinishRequest& req, const std::function<bool()>& stopped,
-                      int wake_fd) {
+void WarmProgramFiles(const GotraceFinishRequest& req, Clock::time_point start,
+                      const std::function<bool()>& stopped, int wake_fd) {
+  if (wake_fd < 0) return;  // nothing to wait with
   constexpr int kLookAtMs[] = {25, 50, 100, 200, 400, 800, 1600};
-  const auto start = std::chrono::steady_clock::now();
   std::set<std::string> seen;
   for (const int at : kLookAtMs) {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-    if (at > ms && wake_fd >= 0) {
-      pollfd w = {wake_fd, POLLIN, 0};
-      while (poll(&w, 1, static_cast<int>(at - ms)) < 0 && errno == EINTR) {
-      }
-    }
+    WaitUntil(start, at, wake_fd);
     if (stopped()) return;
     const std::vector<std::string> files = MappedFiles(req.root_pid, &seen);
     if (files.empty()) continue;
@@ -931,10 +923,25 @@ void WarmProgramFiles(const GotraceFinishRequest& req, const std::function<bool(
   }
 }
 
+// Problem (issue 18): the launcher encoded every log once the program had
+// ended, so a long job's logs all waited in the log directory (tmpfs:
+// memory) and its end waited for all of their encodes. Each log is complete
+// when its process ends, and then nothing writes it again: the kernel says
+// when (inotify: the last writer's descriptor and mappings are gone,
+// IN_CLOSE_WRITE). Encoding each one at once, on CPUs the program left idle,
+// cost a build that keeps every CPU busy more than it saved (make -j2 on 2
+// CPUs: 1.096 of untraced against 1.078, 25 interleaved rounds: the
+// encoder's work beside the compilers', the traces' files written
+// meanwhile). So ended logs wait until they add up to the backlog
+// (GOTRACE_ENCODE_AHEAD MiB, default 64), and then are encoded together,
+// with the run's symbol cache, and removed: a build's logs (10 MB) stay for
+// the end as before, a long job's are bounded. A log that is not complete
+// then (a killed process's) is left for the end, which recovers it as
+// before; so is everything after *stop.
 void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) {
-  const auto start = std::chrono::steady_clock::now();
+  const Clock::time_point start = Clock::now();
   auto stopped = [&] { return __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0; };
-  WarmProgramFiles(req, stopped, wake_fd);
+  WarmProgramFiles(req, start, stopped, wake_fd);
   uint64_t backlog_limit = uint64_t{64} << 20;
   if (const char* v = std::getenv("GOTRACE_ENCODE_AHEAD"); v != nullptr && *v != '\0') {
     char* end = nullptr;
@@ -948,17 +955,8 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
   // within kWatchAfterMs never makes one (and never has a backlog worth
   // it); a longer one watches from then on (what ended before is the end's).
   constexpr int kWatchAfterMs = 2000;
-  {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-    pollfd w = {wake_fd, POLLIN, 0};
-    if (wake_fd >= 0 && ms < kWatchAfterMs) {
-      while (poll(&w, 1, static_cast<int>(kWatchAfterMs - ms)) < 0 && errno == EINTR) {
-      }
-    }
-    if (stopped()) return;
-  }
+  WaitUntil(start, kWatchAfterMs, wake_fd);
+  if (stopped()) return;
   const std::string dir = LogDir(req);
   const int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (in < 0) return;

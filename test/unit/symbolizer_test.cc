@@ -862,7 +862,8 @@ TEST_CASE("symbolizer: files warmed ahead answer as files opened on demand", "[s
       {"warmed under other last components",
        {tmp.Symlink(a.obj.path, "other-a.so"), tmp.Symlink(stripped.obj.path, "other-b.so"),
         tmp.Symlink(libc.obj.path, "other-c.so")}},
-      {"warmed with files that are not there or not ELF", {tmp.path + "/missing.so", kFixtureSource}},
+      {"warmed with files that are not there or not ELF",
+       {tmp.path + "/missing.so", kFixtureSource}},
   };
   for (const Way& way : ways) {
     INFO(way.what);
