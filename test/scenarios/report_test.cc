@@ -203,7 +203,11 @@ TEST_CASE("report: network echo: net waits under the functions that wait", "[rep
   REQUIRE(Named(r, "pipe_waiter").size() == 1);
   CHECK(Count(*Named(r, "server_loop")[0], "net") >= 1);  // accept; recv when no data yet
   const report::ThreadReport& pw = *Named(r, "pipe_waiter")[0];
-  CHECK(Count(pw, "net") == 1);
+  // Its poll; and its read of the byte poll saw, where that call took the
+  // block threshold (20 us) because the thread lost its CPU in it (a loaded
+  // machine: once in a full parallel ctest run).
+  CHECK(Count(pw, "net") >= 1);
+  CHECK(Count(pw, "net") <= 2);
   std::set<std::string> net_funcs;
   for (const auto& b : r.sites)
     if (b.kind == "net" && !b.frames.empty()) net_funcs.insert(b.frames[0].func);
