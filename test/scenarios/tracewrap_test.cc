@@ -288,7 +288,7 @@ size_t RunDirsNaming(const std::string& outdir) {
 TEST_CASE(
     "tracewrap: a process that outlives the run and is killed: the next run moves its log out of "
     "memory",
-    "[tracewrap]") {
+    "[tracewrap][sweep]") {
   // A daemon the job started, killed by SIGKILL after the run ended (a
   // PostgreSQL backend): its log stayed in /dev/shm for good, as nothing
   // swept a run whose launcher ended normally. Then the same with an
