@@ -1789,16 +1789,22 @@ void TermHandler(int sig, siginfo_t*, void*) {
   errno = saved_errno;
 }
 
+// Whether the program's action `app` for a termination signal is the one
+// we stand in for (TermHandler in its place).
+bool TermDefault(const struct sigaction& app) {
+  return app.sa_handler == SIG_DFL && (app.sa_flags & SA_SIGINFO) == 0;
+}
+
 // The kernel-level action for a termination signal: ours while the program
-// has SIG_DFL, else exactly the program's.
-int InstallTermAction(int sig, const struct sigaction& app) {
-  if (app.sa_handler != SIG_DFL || (app.sa_flags & SA_SIGINFO) != 0)
-    return GT_REAL(sigaction)(sig, &app, nullptr);
+// has SIG_DFL, else exactly the program's. `old`: the kernel's action
+// before (may be null).
+int InstallTermAction(int sig, const struct sigaction& app, struct sigaction* old = nullptr) {
+  if (!TermDefault(app)) return GT_REAL(sigaction)(sig, &app, old);
   struct sigaction ours {};
   ours.sa_sigaction = TermHandler;
   ours.sa_mask = app.sa_mask;
   ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-  return GT_REAL(sigaction)(sig, &ours, nullptr);
+  return GT_REAL(sigaction)(sig, &ours, old);
 }
 
 // Whether `app` is what exec leaves a signal the program never touched:
@@ -2434,15 +2440,63 @@ bool SameAction(const struct sigaction& a, const struct sigaction& b) {
 }
 }  // namespace
 
-int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+namespace {
+// A termination signal's action is the kernel's, but for SIG_DFL (ours in
+// its place; the program's kept in the table): the old one comes back from
+// the call that sets the new one, and the table is written only for
+// SIG_DFL. A shell sets SIGINT to one handler before each fork and to
+// another after it, and each store was a copy-on-write fault of the table's
+// page in the shell, which a process that has run on several CPUs pays
+// with a TLB shootdown (issue 18). That call, a handler and no old action
+// asked, is the kernel's call and nothing else (no frame of ours below the
+// shell's: each stack page deeper is a fault after every fork too).
+//
+// The old action is then what glibc reports untraced: the kernel's (its
+// flags with SA_RESTORER, its restorer, its 64 signals of the mask; the
+// rest of *old as the caller left it), SIG_DFL and the program's flags
+// where ours stands in.
+GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct sigaction* old) {
+  constexpr int kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER, which glibc sets
+  struct sigaction& kept = g_app_action[sig];
+  const int kept_flags = kept.sa_flags;
+  struct sigaction kernel {};
+  // The kernel checks the new action (and says EINVAL, EFAULT) itself.
+  if (act != nullptr ? InstallTermAction(sig, *act, &kernel) != 0
+                     : GT_REAL(sigaction)(sig, nullptr, &kernel) != 0) {
+    return -1;
+  }
+  if (act != nullptr && TermDefault(*act)) {
+    // As the kernel would keep it untraced; stored only if it changed.
+    uint64_t mask, kept_mask;
+    std::memcpy(&mask, &act->sa_mask, sizeof mask);
+    std::memcpy(&kept_mask, &kept.sa_mask, sizeof kept_mask);
+    if (kept.sa_handler != SIG_DFL || kept.sa_flags != (act->sa_flags | kSaRestorer) ||
+        kept_mask != mask) {
+      kept.sa_handler = SIG_DFL;
+      kept.sa_flags = act->sa_flags | kSaRestorer;
+      std::memcpy(&kept.sa_mask, &mask, sizeof mask);
+    }
+  }
+  if (old != nullptr) {
+    if ((kernel.sa_flags & SA_SIGINFO) != 0 && kernel.sa_sigaction == TermHandler) {
+      kernel.sa_handler = SIG_DFL;
+      kernel.sa_flags = kept_flags;
+      // glibc's restorer, which ours has, once the program set it.
+      if ((kept_flags & kSaRestorer) == 0) kernel.sa_restorer = nullptr;
+    }
+    old->sa_sigaction = kernel.sa_sigaction;
+    old->sa_flags = kernel.sa_flags;
+    old->sa_restorer = kernel.sa_restorer;
+    std::memcpy(&old->sa_mask, &kernel.sa_mask, sizeof(uint64_t));
+  }
+  return 0;
+}
+
+// A crash signal's action: ours in the kernel, the program's in the table.
+GT_NOINLINE int CrashSignalSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   const struct sigaction before = g_app_action[sig];
   if (act != nullptr) {
-    if (IsTermSignal(sig)) {
-      // The kernel checks the new action (and says EINVAL, EFAULT) itself.
-      if (InstallTermAction(sig, *act) != 0) return -1;
-    } else {
-      InstallCrashHandler(sig, *act);
-    }
+    InstallCrashHandler(sig, *act);
     // Stored only if it changed: a shell's fork child resets its signals
     // before each exec, mostly to what they were, and each store was a
     // copy-on-write fault of this table's page (issue 18).
@@ -2450,6 +2504,14 @@ int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) 
   }
   if (old != nullptr) *old = before;
   return 0;
+}
+}  // namespace
+
+int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!IsTermSignal(sig)) return CrashSignalSigaction(sig, act, old);
+  if (act != nullptr && old == nullptr && !TermDefault(*act))
+    return GT_REAL(sigaction)(sig, act, nullptr);
+  return TermSigactionSlow(sig, act, old);
 }
 
 namespace {
