@@ -1789,6 +1789,8 @@ void TermHandler(int sig, siginfo_t*, void*) {
   errno = saved_errno;
 }
 
+constexpr int kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER, which glibc sets
+
 // Whether the program's action `app` for a termination signal is the one
 // we stand in for (TermHandler in its place).
 bool TermDefault(const struct sigaction& app) {
@@ -1810,7 +1812,6 @@ int InstallTermAction(int sig, const struct sigaction& app, struct sigaction* ol
 // Whether `app` is what exec leaves a signal the program never touched:
 // SIG_DFL with no mask and no flags (glibc's SA_RESTORER aside).
 bool PristineDefault(const struct sigaction& app) {
-  constexpr int kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER, which glibc sets
   if (app.sa_handler != SIG_DFL || (app.sa_flags & ~kSaRestorer) != 0) return false;
   // The kernel's part of the mask (64 signals): glibc leaves the rest of
   // sigset_t's 128 bytes as it finds them.
@@ -2446,8 +2447,7 @@ namespace {
 // the call that sets the new one, and the table is written only for
 // SIG_DFL. A shell sets SIGINT to one handler before each fork and to
 // another after it, and each store was a copy-on-write fault of the table's
-// page in the shell, which a process that has run on several CPUs pays
-// with a TLB shootdown (issue 18). That call, a handler and no old action
+// page in the shell after every fork (issue 18). That call, a handler and no old action
 // asked, is the kernel's call and nothing else (no frame of ours below the
 // shell's: each stack page deeper is a fault after every fork too).
 //
@@ -2456,7 +2456,6 @@ namespace {
 // rest of *old as the caller left it), SIG_DFL and the program's flags
 // where ours stands in.
 GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct sigaction* old) {
-  constexpr int kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER, which glibc sets
   struct sigaction& kept = g_app_action[sig];
   const int kept_flags = kept.sa_flags;
   struct sigaction kernel {};
