@@ -488,17 +488,67 @@ GT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* 
   return gotrace::CrashSigaction(sig, act, old);
 }
 
-GT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
-  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(signal)(sig, handler);
-  // glibc's signal(): BSD semantics.
-  struct sigaction act {}, old {};
-  act.sa_handler = handler;
-  sigemptyset(&act.sa_mask);
-  sigaddset(&act.sa_mask, sig);
-  act.sa_flags = SA_RESTART;
+// glibc's signal, bsd_signal, ssignal, sysv_signal and siginterrupt set an
+// action through glibc's own sigaction, around ours: for our signals they
+// would put the program's handler in place of ours, report ours as the old
+// one, or (signal after siginterrupt(sig, 1)) not know that system calls
+// are to be interrupted. They are ours for those signals, as glibc writes
+// them.
+namespace {
+uint64_t g_sigintr;  // siginterrupt(sig, 1) was asked: glibc's _sigintr
+
+sighandler_t SetHandler(int sig, sighandler_t handler, const struct sigaction& act) {
+  struct sigaction old {};
   if (handler == SIG_ERR || gotrace::CrashSigaction(sig, &act, &old) != 0) {
     errno = EINVAL;
     return SIG_ERR;
   }
   return old.sa_handler;
+}
+}  // namespace
+
+GT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(signal)(sig, handler);
+  // BSD semantics: the signal blocked in its handler, calls restarted
+  // unless siginterrupt asked otherwise.
+  struct sigaction act {};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = (g_sigintr >> sig) & 1 ? 0 : SA_RESTART;
+  return SetHandler(sig, handler, act);
+}
+GT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) { return signal(sig, handler); }
+GT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) { return signal(sig, handler); }
+
+// System V semantics (what signal is in a program built with -std=c11:
+// glibc's header sends it here): reset to SIG_DFL on delivery, not blocked
+// in the handler, calls not restarted.
+GT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(__sysv_signal)(sig, handler);
+  struct sigaction act {};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESETHAND | SA_NODEFER | 0x20000000;  // glibc's SA_INTERRUPT, a no-op
+  return SetHandler(sig, handler, act);
+}
+GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
+  return __sysv_signal(sig, handler);
+}
+
+GT_EXPORT int siginterrupt(int sig, int interrupt) {
+  if (sig > 0 && sig < 64) {
+    if (interrupt)
+      g_sigintr |= uint64_t{1} << sig;
+    else
+      g_sigintr &= ~(uint64_t{1} << sig);
+  }
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(siginterrupt)(sig, interrupt);
+  struct sigaction act {};
+  if (gotrace::CrashSigaction(sig, nullptr, &act) != 0) return -1;
+  if (interrupt)
+    act.sa_flags &= ~SA_RESTART;
+  else
+    act.sa_flags |= SA_RESTART;
+  return gotrace::CrashSigaction(sig, &act, nullptr);
 }

@@ -2491,7 +2491,9 @@ GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct s
   return 0;
 }
 
-// A crash signal's action: ours in the kernel, the program's in the table.
+// A crash signal's action: ours in the kernel, the program's in the table,
+// as the kernel would keep it untraced (glibc adds SA_RESTORER). The old
+// one is reported as glibc reports the kernel's (as TermSigactionSlow).
 GT_NOINLINE int CrashSignalSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   const struct sigaction before = g_app_action[sig];
   if (act != nullptr) {
@@ -2499,9 +2501,21 @@ GT_NOINLINE int CrashSignalSigaction(int sig, const struct sigaction* act, struc
     // Stored only if it changed: a shell's fork child resets its signals
     // before each exec, mostly to what they were, and each store was a
     // copy-on-write fault of this table's page (issue 18).
-    if (!SameAction(g_app_action[sig], *act)) g_app_action[sig] = *act;
+    struct sigaction kept = *act;
+    kept.sa_flags |= kSaRestorer;
+    if (!SameAction(g_app_action[sig], kept)) g_app_action[sig] = kept;
   }
-  if (old != nullptr) *old = before;
+  if (old != nullptr) {
+    // glibc's restorer, once the program set the action: ours, installed
+    // through glibc, has it.
+    struct sigaction kernel {};
+    if ((before.sa_flags & kSaRestorer) == 0 || GT_REAL(sigaction)(sig, nullptr, &kernel) != 0)
+      kernel.sa_restorer = nullptr;
+    old->sa_sigaction = before.sa_sigaction;
+    old->sa_flags = before.sa_flags;
+    old->sa_restorer = kernel.sa_restorer;
+    std::memcpy(&old->sa_mask, &before.sa_mask, sizeof(uint64_t));
+  }
   return 0;
 }
 }  // namespace

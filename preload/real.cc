@@ -6,9 +6,12 @@
 
 namespace gotrace::real {
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // siginterrupt
 #define GT_REAL_DEFINE(name, version, required) decltype(&::name) name = nullptr;
 GT_REAL_FUNCTIONS(GT_REAL_DEFINE)
 #undef GT_REAL_DEFINE
+#pragma GCC diagnostic pop
 decltype(&::__libc_start_main) libc_start_main = nullptr;
 
 namespace {

@@ -233,6 +233,8 @@ int _IO_getc(FILE* fp);
   X(quick_exit, nullptr, false)                            \
   X(sigaction, nullptr, false)                             \
   X(signal, nullptr, false)                                \
+  X(__sysv_signal, nullptr, false)                         \
+  X(siginterrupt, nullptr, false)                          \
   X(dlclose, nullptr, true)
 
 extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
@@ -241,9 +243,13 @@ extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, cha
 
 namespace gotrace::real {
 
+// (siginterrupt is deprecated in glibc's header; programs still call it.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #define GT_REAL_DECLARE(name, version, required) extern decltype(&::name) name;
 GT_REAL_FUNCTIONS(GT_REAL_DECLARE)
 #undef GT_REAL_DECLARE
+#pragma GCC diagnostic pop
 extern decltype(&::__libc_start_main) libc_start_main;
 
 enum Index : int {

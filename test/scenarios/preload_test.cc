@@ -89,17 +89,20 @@ TEST_CASE("a process with one thread waits on a mutex another process holds", "[
 }
 
 TEST_CASE("sigaction reports a termination signal's old action as untraced", "[preload]") {
-  // The library stands in for SIG_DFL on SIGINT, SIGTERM, ...: the old
-  // action the program reads back (flags with glibc's SA_RESTORER, the
-  // mask, SIG_DFL where ours stands in) is the kernel's, field for field,
-  // in the parent and in a fork child (RunTraced compares the outputs).
+  // The library stands in for SIG_DFL on SIGINT, SIGTERM, ..., SIGSEGV,
+  // ...: the old action the program reads back (flags with glibc's
+  // SA_RESTORER, the mask, SIG_DFL where ours stands in) is the kernel's,
+  // field for field, in the parent and in a fork child; ssignal,
+  // sysv_signal and siginterrupt too (RunTraced compares the outputs).
   TempDir dir;
   ScenarioRun s = RunTraced({Scenario("sigaction_report")}, dir, {"GOTRACE_FOLLOW=0"}, false);
   CHECK(s.plain.exit_code == 0);
   CHECK_THAT(s.plain.out,
              Catch::Contains("parent 2 before h2: h1 flags 0x14000000 mask 0x200 restorer set"));
-  CHECK_THAT(s.plain.out, Catch::Contains("parent 2 start: DFL flags 0 mask 0 restorer none"));
+  CHECK_THAT(s.plain.out, Catch::Contains("parent 1 start: DFL flags 0 mask 0 restorer none"));
   CHECK_THAT(s.plain.out, Catch::Contains("child 2 now: DFL"));
+  CHECK_THAT(s.plain.out, Catch::Contains("read=-1 EINTR"));
+  CHECK_THAT(s.plain.out, Catch::Contains("sysv_signal(TERM, h1) gave DFL"));
   CHECK(s.traced.out == s.plain.out);
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scenario: what sigaction and signal report as a termination signal's old
-// action (the library stands in for SIG_DFL there), printed field by field
-// as the kernel keeps them: the handler, the flags (glibc's SA_RESTORER
-// included) and the mask's 64 signals. Traced and untraced must print the
-// same, in the parent and in a fork child that resets its signals as a
-// shell's children do.
+// Scenario: what sigaction and signal report as a termination or crash
+// signal's old action (the library stands in for SIG_DFL there), printed
+// field by field as the kernel keeps them: the handler, the flags (glibc's
+// SA_RESTORER included), the mask's 64 signals, whether there is a
+// restorer. Traced and untraced must print the same, in the parent and in
+// a fork child that resets its signals as a shell's children do; and
+// glibc's other ways to set one (ssignal, sysv_signal, siginterrupt then
+// signal, whose read must then end with EINTR).
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdint.h>
@@ -12,6 +14,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+// siginterrupt is deprecated in glibc's header; programs still call it.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 static void h1(int sig) { (void)sig; }
 static void h2(int sig, siginfo_t* info, void* uc) { (void)sig, (void)info, (void)uc; }
@@ -71,8 +76,47 @@ static void Sequence(int sig, const char* who) {
   printf("%s %d signal(DFL) gave %s\n", who, sig, signal(sig, SIG_DFL) == h1 ? "h1" : "other");
 }
 
+// siginterrupt(sig, 1) then signal(sig, handler): a read the signal
+// interrupts ends with EINTR (without SA_RESTART). The child writes a byte
+// after the signal, so that a restarted read ends too.
+static void InterruptedRead(void) {
+  siginterrupt(SIGTERM, 1);
+  signal(SIGTERM, h1);
+  struct sigaction q;
+  sigaction(SIGTERM, NULL, &q);
+  Print("siginterrupt then signal", &q);
+  int p[2];
+  if (pipe(p) != 0) return;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    usleep(100000);
+    kill(parent, SIGTERM);
+    usleep(200000);
+    if (write(p[1], "x", 1) != 1) _exit(1);
+    _exit(0);
+  }
+  char c;
+  const ssize_t n = read(p[0], &c, 1);
+  printf("read=%zd%s\n", n, n < 0 ? " EINTR" : " restarted");
+  waitpid(pid, NULL, 0);
+  siginterrupt(SIGTERM, 0);
+  sigaction(SIGTERM, NULL, &q);
+  Print("siginterrupt off", &q);
+  signal(SIGTERM, SIG_DFL);
+}
+
 int main(void) {
-  const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1};
+  printf("ssignal(INT, h1) gave %s\n", ssignal(SIGINT, h1) == SIG_DFL ? "DFL" : "other");
+  printf("ssignal(INT, DFL) gave %s\n", ssignal(SIGINT, SIG_DFL) == h1 ? "h1" : "other");
+  printf("sysv_signal(TERM, h1) gave %s\n", sysv_signal(SIGTERM, h1) == SIG_DFL ? "DFL" : "other");
+  struct sigaction q0;
+  sigaction(SIGTERM, NULL, &q0);
+  Print("after sysv_signal", &q0);
+  printf("sysv_signal(TERM, IGN) gave %s\n", sysv_signal(SIGTERM, SIG_IGN) == h1 ? "h1" : "other");
+  signal(SIGTERM, SIG_DFL);
+  InterruptedRead();
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGSEGV, SIGABRT};
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; ++i) Sequence(sigs[i], "parent");
   // A shell: SIGINT to one handler before the fork, another after it; the
   // child resets its signals.
