@@ -207,12 +207,24 @@ uint64_t LogFile::ToNs(Tick t) const {
   if (syncs.size() < 2 || t < syncs.front().first)
     return linear(header.start_ticks, header.start_ns, ns_per_tick, t);
   if (t >= syncs.back().first) return linear(syncs.back().first, syncs.back().second, ns_per_tick, t);
-  // The segment [a, b) holding t.
-  auto b = std::upper_bound(syncs.begin(), syncs.end(), t,
-                            [](Tick v, const std::pair<Tick, uint64_t>& p) { return v < p.first; });
-  auto a = b - 1;
-  const double rate = static_cast<double>(b->second - a->second) / static_cast<double>(b->first - a->first);
-  return linear(a->first, a->second, rate, t);
+  // The segment [a, b) holding t: the last one, the one after it, or found.
+  auto holds = [&](size_t i) {
+    return i < syncs.size() - 1 && syncs[i].first <= t && t < syncs[i + 1].first;
+  };
+  if (!holds(seg)) {
+    size_t i = seg + 1;  // (SIZE_MAX + 1: the first)
+    if (!holds(i)) {
+      auto b =
+          std::upper_bound(syncs.begin(), syncs.end(), t,
+                           [](Tick v, const std::pair<Tick, uint64_t>& p) { return v < p.first; });
+      i = static_cast<size_t>(b - syncs.begin()) - 1;
+    }
+    const auto& a = syncs[i];
+    const auto& b = syncs[i + 1];
+    seg = i;
+    seg_rate = static_cast<double>(b.second - a.second) / static_cast<double>(b.first - a.first);
+  }
+  return linear(syncs[seg].first, syncs[seg].second, seg_rate, t);
 }
 
 // ---------------------------------------------------------------------------
@@ -526,6 +538,7 @@ Status LogSet::IndexFile(uint32_t index) {
   // increasing (a pair that goes back is noise or damage: dropped).
   std::sort(syncs.begin(), syncs.end());
   f.syncs.clear();
+  f.seg = SIZE_MAX;  // ToNs finds its segment anew
   f.syncs.emplace_back(fh.start_ticks, fh.start_ns);
   for (const auto& p : syncs) {
     const auto& last = f.syncs.back();

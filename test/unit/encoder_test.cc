@@ -214,6 +214,50 @@ TEST_CASE("log records round-trip through chunks and cursors", "[encoder][log]")
   CHECK(r.ts == 100'000);
 }
 
+// ToNs keeps the segment it found last: the answers must be the
+// interpolation's, whatever order the times come in (in time order as a
+// replay asks, backwards, at random, at the syncs themselves, before the
+// first and after the last), and after the syncs are replaced.
+TEST_CASE("ticks to nanoseconds: piecewise linear between syncs, in any order", "[encoder][log]") {
+  log::LogFile f;
+  f.ns_per_tick = 0.5;
+  f.header.start_ticks = 1000;
+  f.header.start_ns = 5'000'000;
+  f.syncs = {{1000, 5'000'000},
+             {3'001'000, 6'400'000},
+             {5'001'000, 7'500'000},
+             {9'001'000, 9'600'000},
+             {9'500'000, 9'900'000}};
+  auto want = [&](Tick t) -> uint64_t {
+    auto linear = [](Tick t0, uint64_t ns0, double rate, Tick at) {
+      return ns0 + static_cast<uint64_t>(static_cast<int64_t>(
+                       static_cast<double>(static_cast<int64_t>(at - t0)) * rate));
+    };
+    if (t < f.syncs.front().first) return linear(f.header.start_ticks, f.header.start_ns, 0.5, t);
+    if (t >= f.syncs.back().first)
+      return linear(f.syncs.back().first, f.syncs.back().second, 0.5, t);
+    size_t i = 0;
+    while (f.syncs[i + 1].first <= t) ++i;
+    const auto& a = f.syncs[i];
+    const auto& b = f.syncs[i + 1];
+    return linear(a.first, a.second,
+                  static_cast<double>(b.second - a.second) / static_cast<double>(b.first - a.first),
+                  t);
+  };
+  std::vector<Tick> ts = {0,         999,       1000,      1001,      3'000'999, 3'001'000,
+                          5'001'000, 9'000'999, 9'001'000, 9'499'999, 9'500'000, 20'000'000};
+  for (Tick t = 0; t < 10'000'000; t += 97'003) ts.push_back(t);
+  for (const Tick t : ts) CHECK(f.ToNs(t) == want(t));                                 // forwards
+  for (auto it = ts.rbegin(); it != ts.rend(); ++it) CHECK(f.ToNs(*it) == want(*it));  // backwards
+  std::mt19937_64 rng(7);
+  std::shuffle(ts.begin(), ts.end(), rng);
+  for (const Tick t : ts) CHECK(f.ToNs(t) == want(t));
+  // New syncs (the same segment index, another rate): found anew.
+  f.syncs = {{1000, 5'000'000}, {3'001'000, 8'000'000}, {9'500'000, 9'900'000}};
+  f.seg = SIZE_MAX;
+  for (const Tick t : ts) CHECK(f.ToNs(t) == want(t));
+}
+
 TEST_CASE("module records round-trip", "[encoder][log]") {
   std::vector<uint64_t> mem(512);
   log::ChunkWriter w;
