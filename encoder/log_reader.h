@@ -120,7 +120,8 @@ struct LogFile {
   uint64_t ToNs(Tick t) const;
   // ToNs's own: the segment [syncs[seg], syncs[seg + 1]) it found last, and
   // its rate. The records come in time order, and most fall in it or the
-  // next (a binary search and a division per record were 13% of an encode).
+  // next (a binary search and a division per record were 13% of an encode). One
+  // thread reads a log (each encode has its own LogSet): no lock.
   mutable size_t seg = SIZE_MAX;
   mutable double seg_rate = 0;
   uint64_t DurationNs(Tick d) const { return static_cast<uint64_t>(static_cast<double>(d) * ns_per_tick); }
