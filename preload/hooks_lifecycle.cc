@@ -290,9 +290,10 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   uint32_t image = 0;
   uint64_t start_ns = 0;
   log::LearnPid who{};
+  gotrace::ExecFds kept;  // for the exec to close
   bool learned = false, foreign = false;
   if (may_succeed &&
-      ((target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who))) ||
+      ((target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who, &kept))) ||
        (foreign = !t.Preloadable())) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     untraced = true;
@@ -303,16 +304,20 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     start_ns = sys::MonotonicNs();
     gotrace::NoteUntraced(pid, ppid, image, start_ns,
                           log::kQuietSkipped | (foreign ? log::kQuietForeign : 0), target, argv,
-                          learned ? &who : nullptr);
+                          learned ? &who : nullptr, &kept);
   } else {
+    gotrace::CloseExecFds(&kept);  // (ExecEnvironment said no)
     child = ChildEnv(envp, &env);
   }
   const bool finalize = !vfork_child && phase == Phase::kReady && may_succeed;
   if (finalize) gotrace::BeforeExec();
   const int r = exec(child);
   const int saved = errno;
-  if (untraced)
-    gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietRetract, target, nullptr, nullptr);
+  if (untraced) {
+    gotrace::NoteUntraced(pid, ppid, image, start_ns, log::kQuietRetract, target, nullptr, nullptr,
+                          &kept);
+    gotrace::CloseExecFds(&kept);
+  }
   if (finalize) gotrace::AfterFailedExec();
   errno = saved;
   return r;

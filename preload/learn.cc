@@ -67,9 +67,11 @@ void NoteProgram(int fd, uint64_t program, bool trace) {
 
 }  // namespace
 
-bool Quiet(const char* table, uint64_t key, uint64_t program) {
+bool Quiet(const char* table, uint64_t key, uint64_t program, int* keep) {
   if (table == nullptr || table[0] == '\0') return false;
-  const long fd = sys::OpenAt(-100, table, O_RDONLY | O_CLOEXEC, 0);
+  long fd = keep != nullptr ? sys::OpenAt(-100, table, O_RDWR | O_CLOEXEC, 0) : -1;
+  const bool writable = fd >= 0;
+  if (!writable) fd = sys::OpenAt(-100, table, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return false;
   Window w;
   bool quiet = false;
@@ -83,7 +85,11 @@ bool Quiet(const char* table, uint64_t key, uint64_t program) {
       quiet = j >= 0 && (w.slot[j] & log::kProgramStateMask) == log::kProgramQuiet;
     }
   }
-  sys::Close(static_cast<int>(fd));
+  if (quiet && writable) {
+    *keep = static_cast<int>(fd);
+  } else {
+    sys::Close(static_cast<int>(fd));
+  }
   return quiet;
 }
 
@@ -101,15 +107,15 @@ void Note(const char* table, uint64_t key, uint64_t program, log::LearnState sta
   sys::Close(static_cast<int>(fd));
 }
 
-void NotePid(const char* table, int pid, const log::LearnPid& who) {
+void NotePid(const char* table, int pid, const log::LearnPid& who, int open_fd) {
   if (table == nullptr || table[0] == '\0' || pid <= 0) return;
-  const long fd = sys::OpenAt(-100, table, O_WRONLY | O_CLOEXEC, 0);
+  const long fd = open_fd >= 0 ? open_fd : sys::OpenAt(-100, table, O_WRONLY | O_CLOEXEC, 0);
   if (fd < 0) return;
   const log::LearnPid rec{static_cast<uint64_t>(pid), who.key, who.program};
   (void)sys::Pwrite(
       static_cast<int>(fd), &rec, sizeof rec,
       log::kLearnPidsAt + (static_cast<uint64_t>(pid) % log::kLearnPids) * sizeof rec);
-  sys::Close(static_cast<int>(fd));
+  if (open_fd < 0) sys::Close(static_cast<int>(fd));
 }
 
 void ReapedBusy(const char* table, int pid) {

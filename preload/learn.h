@@ -27,7 +27,9 @@ namespace gotrace::learn {
 // Whether the command of `key` (log::LearnKey) or its program (`program`,
 // log::ProgramKey; 0: not asked) was learned quiet in this run: the table
 // says so. False without a table.
-bool Quiet(const char* table, uint64_t key, uint64_t program);
+// `keep` (may be null): when the answer is yes, the table's descriptor
+// (read-write, close-on-exec) is left open there, for NotePid.
+bool Quiet(const char* table, uint64_t key, uint64_t program, int* keep = nullptr);
 
 // Notes how a run of the command of `key` (of the program `program`, 0:
 // unknown) ended: kLearnQuietOnce for a quiet end (promoted to kLearnQuiet
@@ -39,7 +41,8 @@ bool Quiet(const char* table, uint64_t key, uint64_t program);
 void Note(const char* table, uint64_t key, uint64_t program, log::LearnState state, bool small);
 
 // Process `pid` runs the command `who` untraced (who.pid is ignored).
-void NotePid(const char* table, int pid, const log::LearnPid& who);
+// `fd`: the table's descriptor, read-write, if one is open (else -1).
+void NotePid(const char* table, int pid, const log::LearnPid& who, int fd = -1);
 
 // A child reaped after it used log::kBusyCpuNs of CPU time: if it ran a
 // learned command untraced, that command and its program are traced again.

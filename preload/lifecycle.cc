@@ -543,12 +543,19 @@ namespace {
 // Appends one entry to the run's journal. The launcher made the journal;
 // gone, it read it already (this process outlived the run): nothing to say.
 // One write: entries of concurrent processes never interleave.
-void AppendJournal(const uint8_t* entry, size_t n) {
+// `keep` (may be null): the journal's descriptor, used if open (>= 0),
+// else opened and left there (close-on-exec: for an exec to close).
+void AppendJournal(const uint8_t* entry, size_t n, int* keep = nullptr) {
   if (n == 0) return;
-  const long fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+  long fd = keep != nullptr ? *keep : -1;
+  if (fd < 0) fd = sys::OpenAt(-100, g.config.journal_path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
   if (fd < 0) return;
   (void)sys::Write(static_cast<int>(fd), entry, n);
-  sys::Close(static_cast<int>(fd));
+  if (keep != nullptr) {
+    *keep = static_cast<int>(fd);
+  } else {
+    sys::Close(static_cast<int>(fd));
+  }
 }
 
 // What the run learns of the program from a quiet end of this image
@@ -2548,7 +2555,7 @@ bool LearnActive() {
          phase != Phase::kUninit && phase != Phase::kDisabled;
 }
 
-bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who) {
+bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who, ExecFds* kept) {
   *who = log::LearnPid{};
   // Never the run's own program: its images are the run's trace.
   if (path == nullptr || sys::GetPid() == g.root_pid) return false;
@@ -2556,12 +2563,14 @@ bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who) {
   if (sys::Getcwd(cwd, sizeof cwd) <= 0) return false;
   who->key = log::LearnKey(cwd, path, argv);
   who->program = log::ProgramKey(path);
-  return learn::Quiet(g.config.learn_path, who->key, who->program);
+  return learn::Quiet(g.config.learn_path, who->key, who->program,
+                      kept != nullptr ? &kept->learn : nullptr);
 }
 
 void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t flags,
-                  const char* exe, char* const* argv, const log::LearnPid* who) {
-  if (who != nullptr) learn::NotePid(g.config.learn_path, pid, *who);
+                  const char* exe, char* const* argv, const log::LearnPid* who, ExecFds* kept) {
+  if (who != nullptr)
+    learn::NotePid(g.config.learn_path, pid, *who, kept != nullptr ? kept->learn : -1);
   log::QuietHeader h{};
   h.pid = static_cast<uint32_t>(pid);
   h.ppid = static_cast<uint32_t>(ppid);
@@ -2576,7 +2585,14 @@ void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t
   for (; argv != nullptr && argv[argc] != nullptr; ++argc) need += sys::StrLen(argv[argc]) + 1;
   const size_t cap = std::min(need, log::kQuietMaxBytes);
   auto* entry = static_cast<uint8_t*>(__builtin_alloca(cap));
-  AppendJournal(entry, log::BuildQuietEntry(entry, cap, h, nullptr, exe, argv, argc));
+  AppendJournal(entry, log::BuildQuietEntry(entry, cap, h, nullptr, exe, argv, argc),
+                kept != nullptr ? &kept->journal : nullptr);
+}
+
+void CloseExecFds(ExecFds* kept) {
+  if (kept->learn >= 0) sys::Close(kept->learn);
+  if (kept->journal >= 0) sys::Close(kept->journal);
+  kept->learn = kept->journal = -1;
 }
 
 void NoteMadeChild() {

@@ -81,6 +81,12 @@ void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes);
 // program the run learned quiet (SkipTracing).
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
 
+// Descriptors an exec hook keeps for the exec to close (SkipTracing).
+struct ExecFds {
+  int learn = -1;
+  int journal = -1;
+};
+
 // Issue 18 (preload/learn.h): whether SkipTracing can say yes at all here
 // (the launcher's learn table, children followed): the exec hooks look
 // their program up only then.
@@ -90,13 +96,21 @@ bool LearnActive();
 // directory, runs untraced: the launcher's run learned it quiet, and this is
 // not the run's own program. Raw system calls only (vfork children).
 // *who: the command's keys in the learn table (set either way).
-bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who);
+// `kept` (an exec about to happen, else null): when the answer is yes, the
+// learn table's descriptor (close-on-exec) is left open there for
+// NoteUntraced, as the exec closes it: a shell's fork child opened the
+// table twice and the journal once before each learned command.
+bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who, ExecFds* kept = nullptr);
 // The journal entry of a program that runs untraced (pid, image), written by
 // whoever starts it: log::kQuietSkipped, or log::kQuietRetract when the exec
 // that was to start it failed. `who` (a skipped one learned quiet, else
 // nullptr): its keys, for pid's record in the learn table (learn::NotePid).
+// `kept`: the descriptors SkipTracing left, and the journal's, left open
+// (close-on-exec) for the exec to close; CloseExecFds after a failed one.
 void NoteUntraced(int pid, int ppid, uint32_t image, uint64_t start_ns, uint32_t flags,
-                  const char* exe, char* const* argv, const log::LearnPid* who);
+                  const char* exe, char* const* argv, const log::LearnPid* who,
+                  ExecFds* kept = nullptr);
+void CloseExecFds(ExecFds* kept);
 // A child process was made without fork (posix_spawn, vfork): this program
 // is never learned quiet.
 void NoteMadeChild();

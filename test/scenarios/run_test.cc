@@ -301,6 +301,38 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   CHECK(traces == 8);  // and the job's shell
 }
 
+TEST_CASE("learned quiet: the descriptors kept for the exec never reach the program", "[run]") {
+  // An exec of a command learned quiet keeps the learn table's and the
+  // journal's descriptors open (close-on-exec) for the exec to close: the
+  // program never sees them, and when the exec fails (the file is no
+  // longer a program: bash then runs it as a script, in the same child)
+  // they are closed before the shell goes on. The descriptors below 100
+  // are listed (the library's own are above 500), traced and untraced.
+  TempDir dir;
+  const std::string script =
+      "cp /bin/ls ./lsx\n"
+      "for i in 1 2 3 4; do ./lsx /proc/self/fd | awk '$1 < 100' | tr '\\n' ' '; echo; done\n"
+      // (bash's own glob: a pipeline's descriptors would come and go)
+      "printf 'for f in /proc/$BASHPID/fd/*; do n=${f##*/}; [ $n -lt 100 ] && printf \"%%s \" $n; "
+      "done; echo\\n' > ./lsx\n"
+      "./lsx /proc/self/fd\n";
+  WriteFile(dir.File("job.sh"), script, fs::perms::owner_all);
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD"};
+  const ProcResult plain = RunProcess({"/bin/bash", dir.File("job.sh")}, o);
+  INFO(plain.Describe() << "\n" << plain.out << plain.err);
+  REQUIRE(plain.Exited(0));
+  REQUIRE(std::count(plain.out.begin(), plain.out.end(), '\n') == 5);
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("k.trace")}, "/bin/bash");
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == plain.out);
+  const std::string index = Slurp(dir.File("k.trace.index.json"));
+  INFO(index);
+  CHECK(Rows(index, "\"./lsx\", \"/proc/self/fd\"]").second >= 2);  // learned: not traced
+}
+
 TEST_CASE(
     "learned quiet: a small program quiet with three argument lists, taken back after a busy run",
     "[run]") {
