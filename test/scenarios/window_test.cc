@@ -535,8 +535,12 @@ TEST_CASE("flight recorder: GOTRACE_FLIGHT=1MiB bounds the log on disk during a 
   INFO("samples " << samples << ", most " << most << " bytes on disk");
   CHECK(samples > 10);
   // 1 MiB of chunks kept until they are dropped, plus the home slots (64 KiB
-  // per thread), the process stream and the file's growth ahead of need.
-  CHECK(most < (3u << 20));
+  // per thread), the process stream and the file's growth ahead of need (a
+  // step of 1 MiB). 2 MiB and 8 KiB here alone; under a loaded CI machine's
+  // ctest -j2, once, a third step (3 MiB and the header page): the drops
+  // lagged behind the threads. The bound is what matters: the whole run's
+  // log is many times that.
+  CHECK(most < (4u << 20));
   CHECK(most > 0);
   REQUIRE(ValidateTrace(dir.File("b.trace")).empty());
   const ParsedTrace t = ParseWithGo(dir.File("b.trace"));
