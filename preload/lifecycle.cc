@@ -2434,94 +2434,77 @@ bool CrashSignalInterposed(int sig) {
 }
 
 namespace {
-// Whether two actions are the same to the kernel: the handler, the flags
-// and the 64 signals of the mask it reads. The rest of a struct sigaction
-// is whatever the caller's stack held (bash leaves sa_restorer and the
-// mask's other 120 bytes unset), so comparing it all saw a change nearly
-// every time.
-bool SameAction(const struct sigaction& a, const struct sigaction& b) {
-  uint64_t ma, mb;
-  static_assert(sizeof a.sa_mask >= sizeof ma);
-  std::memcpy(&ma, &a.sa_mask, sizeof ma);
-  std::memcpy(&mb, &b.sa_mask, sizeof mb);
-  return a.sa_sigaction == b.sa_sigaction && a.sa_flags == b.sa_flags && ma == mb;
+// The program's action for `sig` in the table, as the kernel would keep it
+// untraced (glibc adds SA_RESTORER; the kernel reads the handler, the
+// flags and 64 signals of the mask, less SIGKILL and SIGSTOP). Stored only
+// if that changed: the rest
+// of a struct sigaction is whatever the caller's stack held (bash leaves
+// sa_restorer and the mask's other 120 bytes unset), and a shell's fork
+// child resets its signals before each exec, mostly to what they were:
+// each store was a copy-on-write fault of this table's page (issue 18).
+void Keep(int sig, const struct sigaction& act) {
+  struct sigaction& kept = g_app_action[sig];
+  uint64_t mask, kept_mask;
+  static_assert(sizeof act.sa_mask >= sizeof mask);
+  std::memcpy(&mask, &act.sa_mask, sizeof mask);
+  mask &= ~((uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1)));
+  std::memcpy(&kept_mask, &kept.sa_mask, sizeof kept_mask);
+  const int flags = act.sa_flags | kSaRestorer;
+  if (kept.sa_sigaction == act.sa_sigaction && kept.sa_flags == flags && kept_mask == mask) return;
+  kept.sa_sigaction = act.sa_sigaction;
+  kept.sa_flags = flags;
+  std::memcpy(&kept.sa_mask, &mask, sizeof mask);
 }
-}  // namespace
 
-namespace {
+// *old as glibc reports an action untraced: the program's handler and
+// flags as kept, `restorer` (glibc's once the program set the action, which
+// ours, installed through glibc, has; else none), the kernel's 64 signals
+// of the mask; the rest of *old as the caller left it.
+void Report(struct sigaction* old, const struct sigaction& kept, const struct sigaction& ours) {
+  old->sa_sigaction = kept.sa_sigaction;
+  old->sa_flags = kept.sa_flags;
+  old->sa_restorer = (kept.sa_flags & kSaRestorer) != 0 ? ours.sa_restorer : nullptr;
+  std::memcpy(&old->sa_mask, &kept.sa_mask, sizeof(uint64_t));
+}
+
 // A termination signal's action is the kernel's, but for SIG_DFL (ours in
 // its place; the program's kept in the table): the old one comes back from
 // the call that sets the new one, and the table is written only for
 // SIG_DFL. A shell sets SIGINT to one handler before each fork and to
 // another after it, and each store was a copy-on-write fault of the table's
-// page in the shell after every fork (issue 18). That call, a handler and no old action
-// asked, is the kernel's call and nothing else (no frame of ours below the
-// shell's: each stack page deeper is a fault after every fork too).
-//
-// The old action is then what glibc reports untraced: the kernel's (its
-// flags with SA_RESTORER, its restorer, its 64 signals of the mask; the
-// rest of *old as the caller left it), SIG_DFL and the program's flags
-// where ours stands in.
+// page in the shell after every fork (issue 18). That call, a handler and
+// no old action asked, is the kernel's call and nothing else (CrashSigaction:
+// no frame of ours below the shell's, each stack page deeper is a fault
+// after every fork too).
 GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct sigaction* old) {
-  struct sigaction& kept = g_app_action[sig];
-  const int kept_flags = kept.sa_flags;
+  const struct sigaction before = g_app_action[sig];
   struct sigaction kernel {};
   // The kernel checks the new action (and says EINVAL, EFAULT) itself.
   if (act != nullptr ? InstallTermAction(sig, *act, &kernel) != 0
                      : GT_REAL(sigaction)(sig, nullptr, &kernel) != 0) {
     return -1;
   }
-  if (act != nullptr && TermDefault(*act)) {
-    // As the kernel would keep it untraced; stored only if it changed.
-    uint64_t mask, kept_mask;
-    std::memcpy(&mask, &act->sa_mask, sizeof mask);
-    std::memcpy(&kept_mask, &kept.sa_mask, sizeof kept_mask);
-    if (kept.sa_handler != SIG_DFL || kept.sa_flags != (act->sa_flags | kSaRestorer) ||
-        kept_mask != mask) {
-      kept.sa_handler = SIG_DFL;
-      kept.sa_flags = act->sa_flags | kSaRestorer;
-      std::memcpy(&kept.sa_mask, &mask, sizeof mask);
-    }
-  }
-  if (old != nullptr) {
-    if ((kernel.sa_flags & SA_SIGINFO) != 0 && kernel.sa_sigaction == TermHandler) {
-      kernel.sa_handler = SIG_DFL;
-      kernel.sa_flags = kept_flags;
-      // glibc's restorer, which ours has, once the program set it.
-      if ((kept_flags & kSaRestorer) == 0) kernel.sa_restorer = nullptr;
-    }
-    old->sa_sigaction = kernel.sa_sigaction;
-    old->sa_flags = kernel.sa_flags;
-    old->sa_restorer = kernel.sa_restorer;
-    std::memcpy(&old->sa_mask, &kernel.sa_mask, sizeof(uint64_t));
+  if (act != nullptr && TermDefault(*act)) Keep(sig, *act);
+  if (old == nullptr) return 0;
+  if ((kernel.sa_flags & SA_SIGINFO) != 0 && kernel.sa_sigaction == TermHandler) {
+    Report(old, before, kernel);  // SIG_DFL, ours in its place
+  } else {
+    Report(old, kernel, kernel);  // the program's own, in the kernel
   }
   return 0;
 }
 
-// A crash signal's action: ours in the kernel, the program's in the table,
-// as the kernel would keep it untraced (glibc adds SA_RESTORER). The old
-// one is reported as glibc reports the kernel's (as TermSigactionSlow).
+// A crash signal's action: ours in the kernel, the program's in the table.
 GT_NOINLINE int CrashSignalSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   const struct sigaction before = g_app_action[sig];
   if (act != nullptr) {
     InstallCrashHandler(sig, *act);
-    // Stored only if it changed: a shell's fork child resets its signals
-    // before each exec, mostly to what they were, and each store was a
-    // copy-on-write fault of this table's page (issue 18).
-    struct sigaction kept = *act;
-    kept.sa_flags |= kSaRestorer;
-    if (!SameAction(g_app_action[sig], kept)) g_app_action[sig] = kept;
+    Keep(sig, *act);
   }
   if (old != nullptr) {
-    // glibc's restorer, once the program set the action: ours, installed
-    // through glibc, has it.
-    struct sigaction kernel {};
-    if ((before.sa_flags & kSaRestorer) == 0 || GT_REAL(sigaction)(sig, nullptr, &kernel) != 0)
-      kernel.sa_restorer = nullptr;
-    old->sa_sigaction = before.sa_sigaction;
-    old->sa_flags = before.sa_flags;
-    old->sa_restorer = kernel.sa_restorer;
-    std::memcpy(&old->sa_mask, &before.sa_mask, sizeof(uint64_t));
+    struct sigaction ours {};
+    if ((before.sa_flags & kSaRestorer) != 0) (void)GT_REAL(sigaction)(sig, nullptr, &ours);
+    Report(old, before, ours);
   }
   return 0;
 }
