@@ -306,7 +306,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
                           log::kQuietSkipped | (foreign ? log::kQuietForeign : 0), target, argv,
                           learned ? &who : nullptr, &kept);
   } else {
-    gotrace::CloseExecFds(&kept);  // (ExecEnvironment said no)
+    if (learned) gotrace::CloseExecFds(&kept);  // (ExecEnvironment said no)
     child = ChildEnv(envp, &env);
   }
   const bool finalize = !vfork_child && phase == Phase::kReady && may_succeed;
@@ -502,8 +502,15 @@ GT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* 
 namespace {
 uint64_t g_sigintr;  // siginterrupt(sig, 1) was asked: glibc's _sigintr
 
-sighandler_t SetHandler(int sig, sighandler_t handler, const struct sigaction& act) {
-  struct sigaction old {};
+// `handler` for `sig` with `flags`, the mask empty or `sig` alone: the old
+// handler, or SIG_ERR.
+sighandler_t SetHandler(int sig, sighandler_t handler, int flags, bool mask_self) {
+  struct sigaction act {
+  }, old{};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  if (mask_self) sigaddset(&act.sa_mask, sig);
+  act.sa_flags = flags;
   if (handler == SIG_ERR || gotrace::CrashSigaction(sig, &act, &old) != 0) {
     errno = EINVAL;
     return SIG_ERR;
@@ -516,12 +523,7 @@ GT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(signal)(sig, handler);
   // BSD semantics: the signal blocked in its handler, calls restarted
   // unless siginterrupt asked otherwise.
-  struct sigaction act {};
-  act.sa_handler = handler;
-  sigemptyset(&act.sa_mask);
-  sigaddset(&act.sa_mask, sig);
-  act.sa_flags = (g_sigintr >> sig) & 1 ? 0 : SA_RESTART;
-  return SetHandler(sig, handler, act);
+  return SetHandler(sig, handler, (g_sigintr >> sig) & 1 ? 0 : SA_RESTART, true);
 }
 GT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) { return signal(sig, handler); }
 GT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) { return signal(sig, handler); }
@@ -531,11 +533,8 @@ GT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) { return signal(si
 // in the handler, calls not restarted.
 GT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
   if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(__sysv_signal)(sig, handler);
-  struct sigaction act {};
-  act.sa_handler = handler;
-  sigemptyset(&act.sa_mask);
-  act.sa_flags = SA_RESETHAND | SA_NODEFER | 0x20000000;  // glibc's SA_INTERRUPT, a no-op
-  return SetHandler(sig, handler, act);
+  constexpr int kSaInterrupt = 0x20000000;  // glibc's SA_INTERRUPT, a no-op it sets
+  return SetHandler(sig, handler, SA_RESETHAND | SA_NODEFER | kSaInterrupt, false);
 }
 GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
   return __sysv_signal(sig, handler);

@@ -83,8 +83,14 @@ bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
 
 // Descriptors an exec hook keeps for the exec to close (SkipTracing).
 struct ExecFds {
-  int learn = -1;
-  int journal = -1;
+  // Two stores, not one of a constant the compiler keeps in our read-only
+  // data for both: its page was one more fault in every fork child.
+  ExecFds() {
+    __atomic_store_n(&learn, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&journal, -1, __ATOMIC_RELAXED);
+  }
+  int learn;
+  int journal;
 };
 
 // Issue 18 (preload/learn.h): whether SkipTracing can say yes at all here
