@@ -48,6 +48,21 @@ constexpr uint32_t kStackDumpBytes = 8192;
 // Such a sample in the ring: header, {pid, tid}, time, {cpu, res}, the
 // registers (abi and three), the copy's size, the copy and its dyn_size.
 constexpr uint64_t kCopyRecordBytes = 8 + 24 + 32 + 8 + kStackDumpBytes + 8;
+// Problem (issue 18): the kernel allocates and zeroes a ring's pages when it
+// is mapped, and on these machines that took 1.4 to 6.6 us a page: the 2 x
+// 129 pages of a process's first rings cost it 0.4 to 1.7 ms, most of what
+// tracing /bin/true adds, and a process that goes on to make a second thread
+// maps new rings then anyway. So the rings a process opens as it starts
+// (its first thread's, call chains) are 32 pages a CPU, and are replaced by
+// full-size ones once it has run for 10 ms and makes a recorded call (Grow)
+// or creates its second thread (UseStackCopies): a short command never pays
+// for the rest. What 128 KiB holds: about 1,300 samples with a short call
+// chain (13 s of CPU time at 100 Hz), 200 with a 64-frame one; a program
+// that computes longer than that without any recorded call and without
+// moving its heap by 1 MiB loses the samples after it, which its trace and
+// summary say (a ring still full at the end). Switches: one thread's, read
+// every 10 ms of its recording.
+constexpr int kStartupPages = 32;
 // x86_64's perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
 constexpr int kPerfRegBp = 6, kPerfRegSp = 7, kPerfRegIp = 8;
 
@@ -80,6 +95,10 @@ std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
 int g_pid = 0;
 uint64_t g_sample_type = 0;  // what the samples carry (Open)
 bool g_upgrade_tried = false;  // UseStackCopies, once per image
+// The rings are the start-up ones (kStartupPages, Open's `startup`): the
+// first thread's, to be replaced by full-size ones (Grow, UseStackCopies).
+bool g_startup = false;
+uint64_t g_opened_ticks = 0;  // when the events were opened (sys::Ticks)
 // The largest record the rings may hold (a sample with the longest call
 // chain): a ring with less free room than this may have refused one.
 uint64_t g_max_record = 0;
@@ -378,7 +397,7 @@ bool CopiesAllowed(const Config& config) {
 
 }  // namespace
 
-bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
+bool Open(const Config& config, bool stack_copies, bool startup, const char** why, int* err) {
   *why = nullptr;
   *err = 0;
   CloseAll();
@@ -423,6 +442,9 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   // About 2 MiB of rings per process in all, 8 KiB to 512 KiB per CPU.
   int pages = 128;
   while (pages > 2 && static_cast<long>(pages) * 4096 * ncpus > (2l << 20)) pages /= 2;
+  // Start-up rings (call chains only): see kStartupPages.
+  if (startup && (a.sample_type & PERF_SAMPLE_STACK_USER) == 0 && pages > kStartupPages)
+    pages = kStartupPages;
   if (a.sample_type & PERF_SAMPLE_STACK_USER) {
     // With stack copies, room for twice the samples one CPU takes between
     // two of the flusher's reads (a CPU runs at most a second of threads'
@@ -487,7 +509,7 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   if (a.sample_type & PERF_SAMPLE_STACK_USER) {
     // The locked-memory limit cut a ring below two copies: call chains.
     for (int i = 0; i < g_nrings; ++i) {
-      if (g_rings[i].size < 2 * kCopyRecordBytes) return Open(config, false, why, err);
+      if (g_rings[i].size < 2 * kCopyRecordBytes) return Open(config, false, false, why, err);
     }
   }
   // A sample: header, {pid, tid}, time, {cpu, res}, then either nr and the
@@ -497,6 +519,8 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
   // dyn_size).
   const uint64_t chain = a.sample_max_stack != 0 ? a.sample_max_stack : 127;
   g_sample_type = a.sample_type;
+  g_startup = startup && (a.sample_type & PERF_SAMPLE_STACK_USER) == 0;
+  g_opened_ticks = sys::Ticks();
   g_max_record = config.cpu_hz == 0 ? sizeof(perf_event_header) + kSampleIdBytes
                  : (a.sample_type & PERF_SAMPLE_STACK_USER)
                      ? kCopyRecordBytes
@@ -507,21 +531,34 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err) {
 
 bool Active() { return g_active.load(std::memory_order_acquire); }
 
-void UseStackCopies(const Config& config) {
-  // Once per image: a refusal is not asked again.
-  if (!Active() || (g_sample_type & PERF_SAMPLE_STACK_USER) != 0 || g_upgrade_tried ||
-      !CopiesAllowed(config)) {
-    return;
-  }
+// Reads the rings out and opens the events anew with full-size rings,
+// stack copies if `copies`; refused (the locked-memory limit, say): call
+// chains. Only while the process has one thread, the calling one: events
+// opened now reach it and the threads created after it, no other.
+void Reopen(const Config& config, bool copies) {
   // Everything recorded so far into the log (none of it is younger than
   // what the new events will record), then the new events. Not if the
   // rings cannot be read now (the exit path has begun): they stay.
   if (!DrainRings(/*final=*/false, /*all=*/true)) return;
-  g_upgrade_tried = true;
   const char* why = nullptr;
   int err = 0;
-  // Refused this time (the locked-memory limit, say): call chains again.
-  if (!Open(config, true, &why, &err)) (void)Open(config, false, &why, &err);
+  if (!Open(config, copies, false, &why, &err) && copies) (void)Open(config, false, false, &why, &err);
+}
+
+void UseStackCopies(const Config& config) {
+  if (!Active()) return;
+  // Copies once per image: a refusal is not asked again.
+  const bool copies = (g_sample_type & PERF_SAMPLE_STACK_USER) == 0 && !g_upgrade_tried &&
+                      CopiesAllowed(config);
+  if (!copies && !g_startup) return;
+  if (copies) g_upgrade_tried = true;
+  Reopen(config, copies);
+}
+
+uint64_t StartupRingsOpened() { return g_startup && Active() ? g_opened_ticks : 0; }
+
+void Grow(const Config& config) {
+  if (StartupRingsOpened() != 0) Reopen(config, /*copies=*/false);
 }
 
 void ForgetForChild() {
@@ -529,6 +566,7 @@ void ForgetForChild() {
   for (int i = 0; i < g_nrings; ++i) g_rings[i] = Ring{};
   g_nrings = 0;
   g_upgrade_tried = false;
+  g_startup = false;
   g_active.store(false, std::memory_order_release);
   g_lock.clear(std::memory_order_release);  // a drain may have been running in the parent
 }

@@ -47,7 +47,9 @@ namespace gotrace::kernel {
 // `stack_copies`: CPU samples carry a copy of the user stack, walked here by
 // CFI (kernel_sched.cc, kStackDumpBytes), where GOTRACE_UNWIND allows it;
 // otherwise the kernel's frame-pointer call chains.
-bool Open(const Config& config, bool stack_copies, const char** why, int* err);
+// `startup`: the first thread's rings, as the process starts: smaller
+// (kernel_sched.cc, kStartupPages), replaced by Grow or UseStackCopies.
+bool Open(const Config& config, bool stack_copies, bool startup, const char** why, int* err);
 
 // Problem: a sample with a stack copy is 8 KiB in the ring, one with a
 // call chain about 100 bytes, and the rings of a one-thread program are
@@ -56,8 +58,17 @@ bool Open(const Config& config, bool stack_copies, const char** why, int* err);
 // second of samples. So a one-thread process takes call chains, and moves
 // to stack copies once something reads its rings on a clock: its second
 // thread's flusher (lifecycle.cc, MaybeUseStackCopies). The rings are read
-// out and the events opened anew, before the second thread exists.
+// out and the events opened anew, before the second thread exists; so are
+// start-up rings (below), with full-size ones, also where copies are not
+// allowed.
 void UseStackCopies(const Config& config);
+// If the rings are the start-up ones (Open's `startup`): when they were
+// opened (sys::Ticks); else 0.
+uint64_t StartupRingsOpened();
+// Replaces start-up rings with full-size ones (call chains), read out
+// first. Only in a process with one thread, on it: its recording after
+// 10 ms (runtime.cc, ClockSyncSlow).
+void Grow(const Config& config);
 
 // Whether Open succeeded in this process image.
 bool Active();

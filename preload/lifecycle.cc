@@ -655,7 +655,7 @@ void PendingForkEnd(uint64_t status) {
 // perf event was open on the machine in the last second, the first one
 // costs the process that opens it a `synchronize_rcu` (5 to 25 ms here);
 // tracewrap's helper (tracewrap-perf) holds one for the run.
-void StartKernelSched(bool stack_copies);
+void StartKernelSched(bool stack_copies, bool startup = false);
 
 // At the start of a log: GOTRACE_SCHED=kernel and infer decide now, and
 // so does auto in the run's first process; a descendant's auto notes that
@@ -664,7 +664,11 @@ void StartKernelSched(bool stack_copies);
 void NoteKernelSchedLater() {
   g.kernel_tried.store(false);
   if (g.config.sched != SchedMode::kAuto || !g.descendant) {
-    StartKernelSched(/*stack_copies=*/false);
+    // Start-up rings while the process has one thread (kernel::Grow and
+    // UseStackCopies replace them; a window opened later, in a process
+    // with threads, gets full-size ones at once).
+    StartKernelSched(/*stack_copies=*/false,
+                     /*startup=*/g.app_threads.load(std::memory_order_relaxed) <= 1);
     return;
   }
   // (Replaced if they start: a second thread, or a recorded call after 10
@@ -688,8 +692,9 @@ void MaybeStartKernelSched(bool second_thread) {
 
 // `stack_copies`: the samples carry stack copies, for a process about to
 // have a second thread; else the kernel's call chains
-// (kernel::UseStackCopies says why).
-void StartKernelSched(bool stack_copies) {
+// (kernel::UseStackCopies says why). `startup`: the smaller rings of a
+// process's start (kernel::Open).
+void StartKernelSched(bool stack_copies, bool startup) {
   g.kernel_tried.store(true);
   const char* why = nullptr;
   int err = 0;
@@ -700,7 +705,7 @@ void StartKernelSched(bool stack_copies) {
     return;
   }
   const bool on =
-      g.config.sched != SchedMode::kInfer && kernel::Open(g.config, stack_copies, &why, &err);
+      g.config.sched != SchedMode::kInfer && kernel::Open(g.config, stack_copies, startup, &why, &err);
   char text[600];
   sys::Line l(text, sizeof text);
   if (!on && why != nullptr) {

@@ -1598,7 +1598,17 @@ void ClockSyncSlow(ThreadRec* r) {
   if (kernel::Active() && !FlusherRunning()) {
     TracerScope tracer;
     ErrnoGuard errno_guard;
-    kernel::Drain(false);
+    // Start-up rings (kernel::Grow): full-size ones once they have been
+    // open 10 ms (not since the start: the machine's first perf event may
+    // take that long to open) and the process still has one thread, which
+    // is this one.
+    const uint64_t opened = kernel::StartupRingsOpened();
+    if (opened != 0 && t - opened >= g.sync_ticks &&
+        g.app_threads.load(std::memory_order_relaxed) <= 1) {
+      kernel::Grow(g.config);
+    } else {
+      kernel::Drain(false);
+    }
   }
 }
 

@@ -145,6 +145,50 @@ TEST_CASE("GOTRACE_SCHED=infer: scheduling inferred, no line, no samples", "[sch
   CHECK(s.parsed.Count("GoBlockSync") >= 1);
 }
 
+// The kernel's rings cost their pages as they are mapped (0.4 to 1.7 ms for
+// a process's first ones, here): a process starts with 32 pages a CPU and
+// gets full-size rings (128 pages a CPU on fewer than 16 CPUs) once it has
+// recorded for 10 ms, or makes a second thread; its records carry on across
+// the change.
+TEST_CASE("the first rings are small, and grow once the process has run 10 ms", "[sched]") {
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("r.trace")};
+  o.unset_env = {"GOTRACE_SCHED", "GOTRACE_CPU_HZ", "GOTRACE_UNWIND"};
+  const ProcResult r = RunProcess({Scenario("ring_sizes")}, o);
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  if (PerfDenied(r.err)) return;
+  std::map<std::string, std::pair<unsigned long, unsigned long>> rings;  // stage: n, pages
+  std::istringstream in(r.out);
+  std::string word, stage;
+  unsigned long n, pages;
+  while (in >> word >> stage >> n >> pages)
+    if (word == "rings") rings[stage] = {n, pages};
+  REQUIRE(rings.size() == 3);
+  const unsigned long cpus = rings["start"].first;
+  REQUIRE(cpus >= 1);
+  for (const auto& [st, v] : rings) {
+    INFO(st);
+    CHECK(v.first == cpus);
+  }
+  const unsigned long start = rings["start"].second / cpus, grown = rings["recorded"].second / cpus,
+                      threads = rings["threads"].second / cpus;
+  CHECK(start <= 33);
+  CHECK(grown >= start);
+  if (cpus < 16) {
+    CHECK(start == 33);
+    CHECK(grown == 129);
+    CHECK(threads == 129);
+  }
+  CHECK_THAT(r.err, !Catch::Contains("overflowed"));
+  const ParsedTrace t = ParseWithGo(dir.File("r.trace"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("GoSleep") >= 30);   // the usleeps, before and after the rings grew
+  CHECK(t.Count("CPUSample") >= 2);  // 50 ms of spinning at 100 Hz: about 5
+}
+
 // A one-thread program that only computes never makes a recorded call, so
 // "10 ms of recording" never comes: the run's first process opens the
 // kernel's events as it starts, and its CPU samples and timeline are there.
