@@ -493,8 +493,8 @@ GT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* 
   return gotrace::CrashSigaction(sig, act, old);
 }
 
-// glibc's signal, bsd_signal, ssignal, sysv_signal and siginterrupt set an
-// action through glibc's own sigaction, around ours: for our signals they
+// glibc's signal, bsd_signal, ssignal, sysv_signal, siginterrupt, sigset and
+// sigignore set an action through glibc's own sigaction, around ours: for our signals they
 // would put the program's handler in place of ours, report ours as the old
 // one, or (signal after siginterrupt(sig, 1)) not know that system calls
 // are to be interrupted. They are ours for those signals, as glibc writes
@@ -538,6 +538,30 @@ GT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
 }
 GT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
   return __sysv_signal(sig, handler);
+}
+
+// System V: the handler with no flags and an empty mask, and `sig` taken out
+// of the thread's mask; SIG_HOLD adds it to the mask instead. The old
+// handler, or SIG_HOLD if `sig` was blocked.
+GT_EXPORT sighandler_t sigset(int sig, sighandler_t disp) {
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(sigset)(sig, disp);
+  sigset_t one, old;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  if (disp == SIG_HOLD) {
+    if (sigprocmask(SIG_BLOCK, &one, &old) != 0) return SIG_ERR;
+    if (sigismember(&old, sig)) return SIG_HOLD;
+    struct sigaction cur {};
+    if (gotrace::CrashSigaction(sig, nullptr, &cur) != 0) return SIG_ERR;
+    return cur.sa_handler;
+  }
+  const sighandler_t prev = SetHandler(sig, disp, 0, false);
+  if (prev == SIG_ERR || sigprocmask(SIG_UNBLOCK, &one, &old) != 0) return SIG_ERR;
+  return sigismember(&old, sig) ? SIG_HOLD : prev;
+}
+GT_EXPORT int sigignore(int sig) {
+  if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(sigignore)(sig);
+  return SetHandler(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 }
 
 GT_EXPORT int siginterrupt(int sig, int interrupt) {

@@ -7,7 +7,7 @@
 namespace gotrace::real {
 
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // siginterrupt
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // siginterrupt, sigset, sigignore
 #define GT_REAL_DEFINE(name, version, required) decltype(&::name) name = nullptr;
 GT_REAL_FUNCTIONS(GT_REAL_DEFINE)
 #undef GT_REAL_DEFINE

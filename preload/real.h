@@ -235,6 +235,8 @@ int _IO_getc(FILE* fp);
   X(signal, nullptr, false)                                \
   X(__sysv_signal, nullptr, false)                         \
   X(siginterrupt, nullptr, false)                          \
+  X(sigset, nullptr, false)                                \
+  X(sigignore, nullptr, false)                             \
   X(dlclose, nullptr, true)
 
 extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
@@ -243,7 +245,8 @@ extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, cha
 
 namespace gotrace::real {
 
-// (siginterrupt is deprecated in glibc's header; programs still call it.)
+// (siginterrupt, sigset and sigignore are deprecated in glibc's header;
+// programs still call them.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #define GT_REAL_DECLARE(name, version, required) extern decltype(&::name) name;

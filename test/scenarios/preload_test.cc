@@ -93,7 +93,8 @@ TEST_CASE("sigaction reports a termination signal's old action as untraced", "[p
   // ...: the old action the program reads back (flags with glibc's
   // SA_RESTORER, the mask, SIG_DFL where ours stands in) is the kernel's,
   // field for field, in the parent and in a fork child; ssignal,
-  // sysv_signal and siginterrupt too (RunTraced compares the outputs).
+  // sysv_signal, siginterrupt, sigset and sigignore too (RunTraced
+  // compares the outputs).
   TempDir dir;
   ScenarioRun s = RunTraced({Scenario("sigaction_report")}, dir, {"GOTRACE_FOLLOW=0"}, false);
   CHECK(s.plain.exit_code == 0);
@@ -103,6 +104,9 @@ TEST_CASE("sigaction reports a termination signal's old action as untraced", "[p
   CHECK_THAT(s.plain.out, Catch::Contains("child 2 now: DFL"));
   CHECK_THAT(s.plain.out, Catch::Contains("read=-1 EINTR"));
   CHECK_THAT(s.plain.out, Catch::Contains("sysv_signal(TERM, h1) gave DFL"));
+  CHECK_THAT(s.plain.out, Catch::Contains("sigset(11, h1) gave DFL"));
+  CHECK_THAT(s.plain.out, Catch::Contains("sigset(15, HOLD) again gave HOLD"));
+  CHECK_THAT(s.plain.out, Catch::Contains("after sigignore 11: IGN"));
   CHECK(s.traced.out == s.plain.out);
 }
 

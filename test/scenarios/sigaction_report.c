@@ -6,7 +6,8 @@
 // restorer. Traced and untraced must print the same, in the parent and in
 // a fork child that resets its signals as a shell's children do; and
 // glibc's other ways to set one (ssignal, sysv_signal, siginterrupt then
-// signal, whose read must then end with EINTR).
+// signal, whose read must then end with EINTR; System V's sigset, with
+// SIG_HOLD, and sigignore).
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdint.h>
@@ -20,6 +21,15 @@
 
 static void h1(int sig) { (void)sig; }
 static void h2(int sig, siginfo_t* info, void* uc) { (void)sig, (void)info, (void)uc; }
+
+static const char* HandlerName(void (*h)(int)) {
+  if (h == SIG_DFL) return "DFL";
+  if (h == SIG_IGN) return "IGN";
+  if (h == SIG_HOLD) return "HOLD";
+  if (h == SIG_ERR) return "ERR";
+  if (h == h1) return "h1";
+  return "other";
+}
 
 static const char* Name(const struct sigaction* a) {
   if (a->sa_handler == SIG_DFL) return "DFL";
@@ -115,6 +125,31 @@ int main(void) {
   Print("after sysv_signal", &q0);
   printf("sysv_signal(TERM, IGN) gave %s\n", sysv_signal(SIGTERM, SIG_IGN) == h1 ? "h1" : "other");
   signal(SIGTERM, SIG_DFL);
+  // System V: sigset (SIG_HOLD blocks the signal, anything else unblocks
+  // it; SIG_HOLD is returned while it was blocked) and sigignore.
+  const int sv[] = {SIGTERM, SIGSEGV, SIGUSR1};
+  for (size_t i = 0; i < sizeof sv / sizeof sv[0]; ++i) {
+    const int sig = sv[i];
+    char what[64];
+    struct sigaction q;
+    printf("sigset(%d, h1) gave %s\n", sig, HandlerName(sigset(sig, h1)));
+    snprintf(what, sizeof what, "after sigset %d", sig);
+    sigaction(sig, NULL, &q);
+    Print(what, &q);
+    printf("sigset(%d, HOLD) gave %s\n", sig, HandlerName(sigset(sig, SIG_HOLD)));
+    printf("sigset(%d, HOLD) again gave %s\n", sig, HandlerName(sigset(sig, SIG_HOLD)));
+    sigset_t now;
+    sigprocmask(SIG_BLOCK, NULL, &now);
+    printf("%d blocked: %d\n", sig, sigismember(&now, sig));
+    printf("sigset(%d, DFL) gave %s\n", sig, HandlerName(sigset(sig, SIG_DFL)));
+    sigprocmask(SIG_BLOCK, NULL, &now);
+    printf("%d blocked: %d\n", sig, sigismember(&now, sig));
+    printf("sigignore(%d) gave %d\n", sig, sigignore(sig));
+    snprintf(what, sizeof what, "after sigignore %d", sig);
+    sigaction(sig, NULL, &q);
+    Print(what, &q);
+    printf("signal(%d, DFL) gave %s\n", sig, HandlerName(signal(sig, SIG_DFL)));
+  }
   InterruptedRead();
   const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGSEGV, SIGABRT};
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; ++i) Sequence(sigs[i], "parent");
