@@ -542,14 +542,15 @@ void Reopen(const Config& config, bool copies) {
   if (!DrainRings(/*final=*/false, /*all=*/true)) return;
   const char* why = nullptr;
   int err = 0;
-  if (!Open(config, copies, false, &why, &err) && copies) (void)Open(config, false, false, &why, &err);
+  if (!Open(config, copies, false, &why, &err) && copies)
+    (void)Open(config, false, false, &why, &err);
 }
 
 void UseStackCopies(const Config& config) {
   if (!Active()) return;
   // Copies once per image: a refusal is not asked again.
-  const bool copies = (g_sample_type & PERF_SAMPLE_STACK_USER) == 0 && !g_upgrade_tried &&
-                      CopiesAllowed(config);
+  const bool copies =
+      (g_sample_type & PERF_SAMPLE_STACK_USER) == 0 && !g_upgrade_tried && CopiesAllowed(config);
   if (!copies && !g_startup) return;
   if (copies) g_upgrade_tried = true;
   Reopen(config, copies);

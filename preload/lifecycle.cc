@@ -704,8 +704,8 @@ void StartKernelSched(bool stack_copies, bool startup) {
       !MaterializeSlow(/*worthy=*/false)) {
     return;
   }
-  const bool on =
-      g.config.sched != SchedMode::kInfer && kernel::Open(g.config, stack_copies, startup, &why, &err);
+  const bool on = g.config.sched != SchedMode::kInfer &&
+                  kernel::Open(g.config, stack_copies, startup, &why, &err);
   char text[600];
   sys::Line l(text, sizeof text);
   if (!on && why != nullptr) {
