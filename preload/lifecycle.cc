@@ -92,6 +92,12 @@ bool g_gotrace_searched = false;  // looked for when first needed (a crash)
 void FindGotraceBinary();
 GT_LARGE_BSS struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
+// The signals tracewrap passes on to the run's first process (encoder/run.cc,
+// kForwarded and INT, QUIT): see TermRelay.
+constexpr int kLauncherForwards[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2};
+// When each of them last reached the program other than from the launcher
+// (TermRelay), in MonotonicNs; 0: not since the launcher's last copy.
+uint64_t g_term_direct_ns[kMaxSignal];
 // A fault the program's own handler is handling: the signal, the thread and
 // our handler's frame (a frame deeper on that stack is inside the handler).
 std::atomic<int> g_fault_sig{0};
@@ -1790,7 +1796,11 @@ void InstallCrashHandler(int sig, const struct sigaction& app) {
 // die of the signal as untraced (it is blocked while we run, unless the
 // program asked for SA_NODEFER, so the re-sent one is delivered on return,
 // to the default action).
-void TermHandler(int sig, siginfo_t*, void*) {
+bool LauncherCopy(int sig, const siginfo_t* info);
+
+void TermHandler(int sig, siginfo_t* info, void*) {
+  // (After a one-shot handler of the program's: see TermRelay.)
+  if (LauncherCopy(sig, info)) return;
   const int saved_errno = errno;
   AwaitExitEncoder();
   CrashFlush(sig);
@@ -1802,6 +1812,11 @@ void TermHandler(int sig, siginfo_t*, void*) {
 }
 
 constexpr int kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER, which glibc sets
+// The flags the kernel keeps (Linux 5.11+ clears the others, such as glibc's
+// SA_INTERRUPT and SA_UNSUPPORTED: its UAPI_SA_FLAGS, 0x800 being
+// SA_EXPOSE_TAGBITS).
+constexpr int kKernelSaFlags = SA_NOCLDSTOP | SA_NOCLDWAIT | SA_SIGINFO | SA_ONSTACK | SA_RESTART |
+                               SA_NODEFER | SA_RESETHAND | 0x800 | kSaRestorer;
 
 // Whether the program's action `app` for a termination signal is the one
 // we stand in for (TermHandler in its place).
@@ -1809,15 +1824,88 @@ bool TermDefault(const struct sigaction& app) {
   return app.sa_handler == SIG_DFL && (app.sa_flags & SA_SIGINFO) == 0;
 }
 
+int InstallTermAction(int sig, const struct sigaction& app, struct sigaction* old = nullptr);
+
+// Problem: tracewrap passes on a signal sent to it (a supervisor's kill of
+// its pid) to the program, but a signal sent to the whole process group
+// (a CI runner cancelling the job, timeout(1), kill -- -PGID) reaches the
+// program itself too, and then again from the launcher: a program that
+// counts its SIGTERMs (a graceful stop, then a forced one at the second)
+// was forced at the first. The launcher cannot tell the two kinds apart
+// (both are SI_USER from the sender's pid); the program can: the run's
+// first process runs its handlers for the signals the launcher passes on
+// through this one, which drops the launcher's copy of a signal that
+// reached the program from elsewhere within kRelayWindowNs before it, once.
+// (One the program had blocked meanwhile is merged with the launcher's by
+// the kernel: delivered once, as the original.) The sigaction calls report
+// the program's handler as untraced.
+constexpr uint64_t kRelayWindowNs = 250'000'000;
+
+// Whether the program's own handler for `sig` goes through TermRelay: in
+// the run's first process under tracewrap, for the signals it passes on.
+bool RelayedTermSignal(int sig) {
+  if (!g.config.defer || sys::GetPid() != g.root_pid) return false;
+  for (int s : kLauncherForwards)
+    if (s == sig) return true;
+  return false;
+}
+
+// Whether this delivery of `sig` is the launcher's copy of one the program
+// got itself (to be dropped); notes a delivery from elsewhere.
+bool LauncherCopy(int sig, const siginfo_t* info) {
+  if (!g.config.defer || sig <= 0 || sig >= kMaxSignal) return false;
+  const int saved_errno = errno;
+  const uint64_t now = sys::MonotonicNs();
+  bool copy = false;
+  if (info == nullptr || info->si_code != SI_USER || sys::GetPid() != g.root_pid ||
+      info->si_pid != sys::GetPPid()) {
+    g_term_direct_ns[sig] = now;
+  } else if (g_term_direct_ns[sig] != 0 && now - g_term_direct_ns[sig] < kRelayWindowNs) {
+    g_term_direct_ns[sig] = 0;  // the program got this one already
+    copy = true;
+  }
+  errno = saved_errno;
+  return copy;
+}
+
+void TermRelay(int sig, siginfo_t* info, void* uc) {
+  if (LauncherCopy(sig, info)) return;
+  const struct sigaction app = g_app_action[sig];
+  if (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN) return;  // changed meanwhile
+  if (app.sa_flags & SA_RESETHAND) {
+    // One-shot, as the kernel makes it: the handler SIG_DFL (ours in its
+    // place), the flags and mask as they were.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    const int saved_errno = errno;
+    g_app_action[sig].sa_handler = SIG_DFL;
+    (void)InstallTermAction(sig, dfl);
+    errno = saved_errno;
+  }
+  // (errno as the program's handler leaves it, as untraced.)
+  if (app.sa_flags & SA_SIGINFO) {
+    app.sa_sigaction(sig, info, uc);
+  } else {
+    app.sa_handler(sig);
+  }
+}
+
 // The kernel-level action for a termination signal: ours while the program
-// has SIG_DFL, else exactly the program's. `old`: the kernel's action
-// before (may be null).
-int InstallTermAction(int sig, const struct sigaction& app, struct sigaction* old = nullptr) {
-  if (!TermDefault(app)) return GT_REAL(sigaction)(sig, &app, old);
+// has SIG_DFL, TermRelay for its handler where RelayedTermSignal, else
+// exactly the program's. `old`: the kernel's action before (may be null).
+int InstallTermAction(int sig, const struct sigaction& app, struct sigaction* old) {
   struct sigaction ours {};
-  ours.sa_sigaction = TermHandler;
   ours.sa_mask = app.sa_mask;
-  ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  if (TermDefault(app)) {
+    ours.sa_sigaction = TermHandler;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  } else if (app.sa_handler != SIG_IGN && app.sa_handler != SIG_DFL && RelayedTermSignal(sig)) {
+    // The program's mask and flags (less SA_RESETHAND: TermRelay does it).
+    ours.sa_sigaction = TermRelay;
+    ours.sa_flags = SA_SIGINFO | (app.sa_flags & (SA_ONSTACK | SA_RESTART | SA_NODEFER));
+  } else {
+    return GT_REAL(sigaction)(sig, &app, old);
+  }
   return GT_REAL(sigaction)(sig, &ours, old);
 }
 
@@ -2454,7 +2542,7 @@ void Keep(int sig, const struct sigaction& act) {
   std::memcpy(&mask, &act.sa_mask, sizeof mask);
   mask &= ~((uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1)));
   std::memcpy(&kept_mask, &kept.sa_mask, sizeof kept_mask);
-  const int flags = act.sa_flags | kSaRestorer;
+  const int flags = (act.sa_flags & kKernelSaFlags) | kSaRestorer;
   if (kept.sa_sigaction == act.sa_sigaction && kept.sa_flags == flags && kept_mask == mask) return;
   kept.sa_sigaction = act.sa_sigaction;
   kept.sa_flags = flags;
@@ -2489,10 +2577,11 @@ GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct s
                      : GT_REAL(sigaction)(sig, nullptr, &kernel) != 0) {
     return -1;
   }
-  if (act != nullptr && TermDefault(*act)) Keep(sig, *act);
+  if (act != nullptr && (TermDefault(*act) || RelayedTermSignal(sig))) Keep(sig, *act);
   if (old == nullptr) return 0;
-  if ((kernel.sa_flags & SA_SIGINFO) != 0 && kernel.sa_sigaction == TermHandler) {
-    Report(old, before, kernel);  // SIG_DFL, ours in its place
+  if ((kernel.sa_flags & SA_SIGINFO) != 0 &&
+      (kernel.sa_sigaction == TermHandler || kernel.sa_sigaction == TermRelay)) {
+    Report(old, before, kernel);  // SIG_DFL or a relayed handler, ours in its place
   } else {
     Report(old, kernel, kernel);  // the program's own, in the kernel
   }
@@ -2517,7 +2606,7 @@ GT_NOINLINE int CrashSignalSigaction(int sig, const struct sigaction* act, struc
 
 int CrashSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (!IsTermSignal(sig)) return CrashSignalSigaction(sig, act, old);
-  if (act != nullptr && old == nullptr && !TermDefault(*act))
+  if (act != nullptr && old == nullptr && !TermDefault(*act) && !RelayedTermSignal(sig))
     return GT_REAL(sigaction)(sig, act, nullptr);
   return TermSigactionSlow(sig, act, old);
 }

@@ -107,6 +107,7 @@ TEST_CASE("sigaction reports a termination signal's old action as untraced", "[p
   CHECK_THAT(s.plain.out, Catch::Contains("sigset(11, h1) gave DFL"));
   CHECK_THAT(s.plain.out, Catch::Contains("sigset(15, HOLD) again gave HOLD"));
   CHECK_THAT(s.plain.out, Catch::Contains("after sigignore 11: IGN"));
+  CHECK_THAT(s.plain.out, Catch::Contains("after sysv_signal DFL: DFL flags 0xc4000000"));
   CHECK(s.traced.out == s.plain.out);
 }
 

@@ -124,6 +124,11 @@ int main(void) {
   sigaction(SIGTERM, NULL, &q0);
   Print("after sysv_signal", &q0);
   printf("sysv_signal(TERM, IGN) gave %s\n", sysv_signal(SIGTERM, SIG_IGN) == h1 ? "h1" : "other");
+  // SIG_DFL through sysv_signal: glibc's flags include SA_INTERRUPT, which
+  // the kernel (5.11+) does not keep.
+  sysv_signal(SIGUSR2, SIG_DFL);
+  sigaction(SIGUSR2, NULL, &q0);
+  Print("after sysv_signal DFL", &q0);
   signal(SIGTERM, SIG_DFL);
   // System V: sigset (SIG_HOLD blocks the signal, anything else unblocks
   // it; SIG_HOLD is returned while it was blocked) and sigignore.

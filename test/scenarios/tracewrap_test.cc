@@ -495,6 +495,51 @@ TEST_CASE("tracewrap: INT sent to tracewrap's pid reaches the program", "[tracew
   CHECK(r.out == "interrupted\nstatus 9\n");
 }
 
+TEST_CASE("tracewrap: a signal sent to the process group reaches the program once", "[tracewrap]") {
+  // A CI runner cancelling a job, timeout(1) or `kill -- -PGID` signal the
+  // whole process group: the program got the signal itself, then again from
+  // tracewrap, which passes on what it gets (it cannot tell a signal sent
+  // to its pid from one sent to its group). A program that counts them (a
+  // graceful stop, then a forced one) was forced at the first. Two group
+  // kills and one of tracewrap's pid: three deliveries, as untraced; with a
+  // one-shot handler (SA_RESETHAND), one group kill runs it once and the
+  // program lives on, as untraced (a second delivery would end it).
+  TempDir dir;
+  const std::string prog = Scenario("term_count");
+  for (const bool traced : {false, true}) {
+    INFO((traced ? "traced" : "untraced"));
+    const std::string run = traced ? "env GOTRACE_LIB=" + PreloadLib() + " GOTRACE_SCHED=infer " +
+                                         kTracewrap + " -q -o " + dir.File("g.trace") + " -- "
+                                   : std::string();
+    const std::string cmd =
+        "setsid " + run + prog + " 2000 & p=$!; sleep 0.6; kill -TERM -- -$p; sleep 0.4; " +
+        "kill -TERM -- -$p; sleep 0.4; kill -TERM $p; wait $p; echo status $?; " + "setsid " + run +
+        prog + " 1500 --oneshot & p=$!; sleep 0.6; kill -TERM -- -$p; " + "wait $p; echo status $?";
+    ProcOptions o;
+    o.cwd = dir.path();
+    o.unset_env = kUnset;
+    const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+    INFO(r.Describe() << "\n" << r.out << r.err);
+    REQUIRE(r.Exited(0));
+    CHECK(r.out == "TERM 3\nstatus 0\nTERM 1\nstatus 0\n");
+  }
+}
+
+TEST_CASE("tracewrap: the first process's handlers are reported as untraced", "[tracewrap]") {
+  // Its handlers for the signals tracewrap passes on run through the
+  // library's (see above); sigaction, signal, sysv_signal, sigset and the
+  // rest report the program's, field for field (preload_test.cc has the
+  // same under LD_PRELOAD, where they are the kernel's).
+  TempDir dir;
+  const ProcResult plain = RunProcess({Scenario("sigaction_report")});
+  REQUIRE(plain.Exited(0));
+  const ProcResult r =
+      Wrap({"-q", "-o", dir.File("s.trace"), "--", Scenario("sigaction_report")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK(r.out == plain.out);
+}
+
 TEST_CASE("tracewrap: a daemon that points its stderr elsewhere does not hold the caller's pipe",
           "[tracewrap]") {
   // The tracer's copy of stderr (H27) stayed open in a process that had
