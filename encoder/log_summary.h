@@ -38,6 +38,8 @@ struct LogSummary {
   // its end is its reaping, end_ns 0 until the launcher finds it.
   bool skipped = false;
   bool foreign = false;  // skipped because LD_PRELOAD cannot reach it (log::kQuietForeign)
+  bool no_preload =
+      false;  // skipped: started with an environment without it (log::kQuietNoPreload)
   uint32_t threads = 0;
   uint64_t records = 0;
   // What makes a process worth a trace (README, "Tracing whole CI jobs"):

@@ -70,6 +70,8 @@ inline constexpr uint32_t kQuietSkipped = 4;     // not traced: learned quiet (w
 inline constexpr uint32_t kQuietRetract = 8;     // the kQuietSkipped entry of (pid, image): exec failed
 inline constexpr uint32_t kQuietForeign = 16;    // with kQuietSkipped: a static program or another
                                                  // ELF class, which LD_PRELOAD cannot reach
+inline constexpr uint32_t kQuietNoPreload = 32;  // with kQuietSkipped: its exec'er's environment
+                                                 // for it leaves the library out (env -i)
 // QuietHeader::exit_status when the process could not tell (a signal that
 // killed it outright is its parent's to say).
 inline constexpr uint64_t kQuietNoStatus = ~uint64_t{0};

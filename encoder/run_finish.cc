@@ -508,6 +508,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       m.child_exits = std::move(e.children);
       m.skipped = skipped;
       m.foreign = skipped && (e.h.flags & log::kQuietForeign) != 0;
+      m.no_preload = skipped && (e.h.flags & log::kQuietNoPreload) != 0;
       if (skipped) m.end_ns = 0;  // its reaping, found below
       m.threads = skipped ? 0 : 1;
       m.records = e.h.records;
@@ -606,14 +607,18 @@ int FinishRun(const GotraceFinishRequest& req) {
   };
 
   // Lines.
-  int traces = 0, quiet = 0, killed_traces = 0, skipped = 0, foreign = 0;
-  std::vector<const Item*> quiet_items, skipped_items, foreign_items;
+  int traces = 0, quiet = 0, killed_traces = 0, skipped = 0, foreign = 0, no_preload = 0;
+  std::vector<const Item*> quiet_items, skipped_items, foreign_items, no_preload_items;
   for (const Item& it : items) {
     if (it.encoded) ++traces;
     if (it.sum.foreign) {  // not traced: LD_PRELOAD cannot reach it
       ++skipped;
       ++foreign;
       foreign_items.push_back(&it);
+    } else if (it.sum.no_preload) {  // not traced: started without the library
+      ++skipped;
+      ++no_preload;
+      no_preload_items.push_back(&it);
     } else if (it.sum.skipped) {  // quiet too (no trace), counted apart
       ++skipped;
       skipped_items.push_back(&it);
@@ -773,9 +778,12 @@ int FinishRun(const GotraceFinishRequest& req) {
         return a->stats.events > b->stats.events;
       });
       std::string not_traced;
-      if (skipped > foreign)
-        not_traced = ", " + std::to_string(skipped - foreign) +
+      if (skipped > foreign + no_preload)
+        not_traced = ", " + std::to_string(skipped - foreign - no_preload) +
                      " not traced (learned quiet earlier in the run; --every-process traces them)";
+      if (no_preload > 0)
+        not_traced += ", " + std::to_string(no_preload) +
+                      " not traced (started with an environment without the library: env -i)";
       if (foreign > 0)
         not_traced +=
             ", " + std::to_string(foreign) +
@@ -826,6 +834,8 @@ int FinishRun(const GotraceFinishRequest& req) {
         std::fprintf(stderr, "  not traced: %s\n", by_name(skipped_items).c_str());
       if (!foreign_items.empty())
         std::fprintf(stderr, "  not traceable: %s\n", by_name(foreign_items).c_str());
+      if (!no_preload_items.empty())
+        std::fprintf(stderr, "  without the library: %s\n", by_name(no_preload_items).c_str());
     } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp);
                !windows.empty()) {
       // Recording paused (--paused, --ctl): the windows are the run's traces,

@@ -273,8 +273,15 @@ ExecTarget Target(const char* file, bool search, char* buf, size_t n) {
   return {ok, gotrace::LearnActive() ? AbsolutePath(found, buf, n) : nullptr, ok ? found : nullptr};
 }
 
-// When the run learned the command quiet, it runs without our library and
-// its journal entry is written here (taken back if the exec fails).
+// The journal flags of a program that runs untraced (NoteUntraced).
+uint32_t UntracedFlags(bool foreign, bool no_preload) {
+  return log::kQuietSkipped | (foreign ? log::kQuietForeign : 0) |
+         (no_preload ? log::kQuietNoPreload : 0);
+}
+
+// When the run learned the command quiet, or the program's environment for
+// it leaves our library out, it runs without it and its journal entry is
+// written here (taken back if the exec fails).
 template <typename Exec>
 int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   const bool may_succeed = t.may_succeed;
@@ -291,9 +298,10 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
   uint64_t start_ns = 0;
   log::LearnPid who{};
   gotrace::ExecFds kept;  // for the exec to close
-  bool learned = false, foreign = false;
+  bool learned = false, foreign = false, no_preload = false;
   if (may_succeed &&
-      ((target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who, &kept))) ||
+      ((no_preload = gotrace::EnvLeavesUsOut(envp)) ||
+       (target != nullptr && (learned = gotrace::SkipTracing(target, argv, &who, &kept))) ||
        (foreign = !t.Preloadable())) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
     untraced = true;
@@ -302,9 +310,8 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
     ppid = gotrace::ParentPid();
     image = gotrace::NextImage(pid);
     start_ns = sys::MonotonicNs();
-    gotrace::NoteUntraced(pid, ppid, image, start_ns,
-                          log::kQuietSkipped | (foreign ? log::kQuietForeign : 0), target, argv,
-                          learned ? &who : nullptr, &kept);
+    gotrace::NoteUntraced(pid, ppid, image, start_ns, UntracedFlags(foreign, no_preload), target,
+                          argv, learned ? &who : nullptr, &kept);
   } else {
     if (learned) gotrace::CloseExecFds(&kept);  // (ExecEnvironment said no)
     child = ChildEnv(envp, &env);
@@ -331,8 +338,9 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
   GT_EXEC_ENV(env, envp);
   const char* target = t.learn_path;
   log::LearnPid who{};
-  bool learned = false, foreign = false;
-  if (((pid != nullptr && target != nullptr &&
+  bool learned = false, foreign = false, no_preload = false;
+  if (((no_preload = gotrace::EnvLeavesUsOut(envp)) ||
+       (pid != nullptr && target != nullptr &&
         (learned = gotrace::SkipTracing(target, argv, &who))) ||
        (foreign = !t.Preloadable())) &&
       gotrace::ExecEnvironment(envp, &env, /*untraced=*/true)) {
@@ -340,9 +348,8 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
     const int r = spawn(env.ptrs);
     // Raw system calls: errno stays the spawn's.
     if (r == 0 && pid != nullptr)
-      gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns,
-                            log::kQuietSkipped | (foreign ? log::kQuietForeign : 0), target, argv,
-                            learned ? &who : nullptr);
+      gotrace::NoteUntraced(*pid, sys::GetPid(), 0, start_ns, UntracedFlags(foreign, no_preload),
+                            target, argv, learned ? &who : nullptr);
     return r;
   }
   return spawn(ChildEnv(envp, &env));

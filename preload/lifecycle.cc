@@ -2749,14 +2749,35 @@ bool ListsLibraries(char* const* envp) {
     if (StartsWith(envp[i], g_lit.list)) return true;
   return false;
 }
+
+// Whether `envp` preloads our library (LD_PRELOAD's entries are separated
+// by colons or spaces, ld.so(8)).
+bool PreloadsUs(char* const* envp) {
+  for (size_t i = 0; envp != nullptr && envp[i] != nullptr; ++i) {
+    if (!StartsWith(envp[i], g_lit.ld_preload)) continue;
+    for (const char* p = envp[i] + 11; *p != '\0';) {
+      const char* q = p;
+      while (*q != '\0' && *q != ':' && *q != ' ') ++q;
+      if (q > p && IsOurLibrary(p, q)) return true;
+      p = *q != '\0' ? q + 1 : q;
+    }
+  }
+  return false;
+}
 }  // namespace
+
+bool EnvLeavesUsOut(char* const* envp) {
+  return g.config.follow && !ListsLibraries(envp) && !PreloadsUs(envp);
+}
 
 // (No store merging: GCC's SLP vectorizer set sys::Line's fields from a
 // 16-byte constant in .rodata, a page fault in every exec'ing fork child.)
 __attribute__((optimize("no-tree-slp-vectorize"))) bool ExecEnvironment(char* const* envp,
                                                                         ExecEnv* env,
                                                                         bool untraced) {
-  const bool follow = g.config.follow && !untraced && !ListsLibraries(envp);
+  // (An environment the program made without our library, `env -i`: the
+  // new image runs untraced and gets none of our variables either.)
+  const bool follow = g.config.follow && !untraced && !ListsLibraries(envp) && PreloadsUs(envp);
   bool asan_seen = false;
   sys::Line(env->root, sizeof env->root).Str(g_lit.root_pid).U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)

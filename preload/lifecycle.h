@@ -80,6 +80,10 @@ void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes);
 // untraced: leave our library out (as GOTRACE_FOLLOW=0 does), for a
 // program the run learned quiet (SkipTracing).
 bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
+// Whether an exec with `envp` leaves our library out where it would follow
+// (the program made the environment itself: `env -i`, a subprocess's env=):
+// the new image runs untraced, and is listed so (log::kQuietNoPreload).
+bool EnvLeavesUsOut(char* const* envp);
 
 // Descriptors an exec hook keeps for the exec to close (SkipTracing).
 struct ExecFds {

@@ -301,6 +301,33 @@ TEST_CASE("learned quiet: only the same command, and never one that runs others"
   CHECK(traces == 8);  // and the job's shell
 }
 
+TEST_CASE(
+    "an exec with an environment without the library: untraced, none of our variables, listed",
+    "[run]") {
+  // `env -i prog`, a subprocess given its own environment: the new program
+  // was untraced (LD_PRELOAD gone) but got GOTRACE_ROOT_PID, GOTRACE_IMAGE,
+  // GOTRACE_NCPUS and ASAN_OPTIONS all the same, and the index had no row
+  // for it (its exit status lost). Its environment is now the program's
+  // own, and it is listed as not traced, with its status.
+  TempDir dir;
+  const std::string script = "env -i /usr/bin/env; env -i A=1 /usr/bin/env; echo done\n";
+  const ProcResult r = WrapJob(dir, script, {"-o", dir.File("e.trace")});
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "A=1\ndone\n");
+  CHECK_THAT(r.err,
+             Catch::Contains("2 not traced (started with an environment without the library"));
+  CHECK_THAT(r.err, Catch::Contains("without the library: env x2"));
+  const std::string index = Slurp(dir.File("e.trace.index.json"));
+  INFO(index);
+  const std::vector<std::string> rows = IndexRows(index, "\"/usr/bin/env\"]");
+  REQUIRE(rows.size() == 2);
+  for (const std::string& row : rows) {
+    CHECK_THAT(row, Catch::Contains("\"exit\": {\"code\":0}"));
+    CHECK_THAT(row, Catch::Contains("\"traced\": false"));
+  }
+}
+
 TEST_CASE("learned quiet: the descriptors kept for the exec never reach the program", "[run]") {
   // An exec of a command learned quiet keeps the learn table's and the
   // journal's descriptors open (close-on-exec) for the exec to close: the
