@@ -50,6 +50,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <signal.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,6 +59,12 @@
 #include <vector>
 
 namespace gotrace::log {
+
+// The signals the launcher passes on to the run's first process when they
+// are sent to it (encoder/run.cc; also SIGINT and SIGQUIT when a process,
+// not a terminal, sent them). The library drops the launcher's copy of one
+// the program got itself (preload/lifecycle.cc, TermRelay).
+inline constexpr int kLauncherForwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
 
 inline constexpr char kQuietJournalSuffix[] = ".quiet";
 inline constexpr uint32_t kQuietMagic = 0x32515447;  // "GTQ2" read little-endian

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -538,7 +539,7 @@ void CheckProgram(const std::string& path, bool force) {
   _exit(err == ENOENT ? 127 : 126);
 }
 
-constexpr int kForwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
+constexpr auto& kForwarded = log::kLauncherForwarded;  // the library knows them too
 volatile sig_atomic_t g_child = 0;
 volatile sig_atomic_t g_toggles = 0;  // --signal: requests not yet served
 
@@ -1171,7 +1172,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // job of a script), they stay ignored.
   struct sigaction old_int {};
   struct sigaction old_quit {};
-  struct sigaction old_fwd[5];
+  struct sigaction old_fwd[std::size(kForwarded)];
   struct sigaction sent {};
   struct sigaction fwd {};
   sent.sa_sigaction = ForwardSent;
@@ -1185,7 +1186,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   sigemptyset(&fwd.sa_mask);
   sigset_t block, old_mask;
   sigemptyset(&block);
-  for (size_t i = 0; i < 5; ++i) {
+  for (size_t i = 0; i < std::size(kForwarded); ++i) {
     sigaction(kForwarded[i], kForwarded[i] == o.toggle_signal ? nullptr : &fwd, &old_fwd[i]);
     sigaddset(&block, kForwarded[i]);
   }
@@ -1206,7 +1207,8 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
     // The dispositions and mask we started with.
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
-    for (size_t i = 0; i < 5; ++i) sigaction(kForwarded[i], &old_fwd[i], nullptr);
+    for (size_t i = 0; i < std::size(kForwarded); ++i)
+      sigaction(kForwarded[i], &old_fwd[i], nullptr);
     if (o.toggle_signal != 0) sigaction(o.toggle_signal, &old_tog, nullptr);
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);

@@ -769,6 +769,16 @@ int FinishRun(const GotraceFinishRequest& req) {
     if (empty_killed > 0)
       std::fprintf(stderr, "%s: %d killed process(es) had recorded nothing yet and left no trace\n",
                    prog, empty_killed);
+    // (A trace that could not be written has its line above, with the
+    // command that writes it: it recorded something.)
+    auto say_no_trace = [&] {
+      if (traces != 0 || empty_killed != 0 || running != 0 || unwritten != 0) return;
+      std::fprintf(stderr,
+                   "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "
+                   "says why if it turned itself off; or the program ran another with LD_PRELOAD "
+                   "removed from its environment, as env -i does, before recording anything)\n",
+                   prog, req.outdir, req.prefix);
+    };
     if (procs.size() > 1 && req.follow) {
       // The table: the processes that did the most, then the quiet ones.
       std::vector<const Item*> shown_procs;
@@ -836,6 +846,7 @@ int FinishRun(const GotraceFinishRequest& req) {
         std::fprintf(stderr, "  not traceable: %s\n", by_name(foreign_items).c_str());
       if (!no_preload_items.empty())
         std::fprintf(stderr, "  without the library: %s\n", by_name(no_preload_items).c_str());
+      say_no_trace();
     } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp);
                !windows.empty()) {
       // Recording paused (--paused, --ctl): the windows are the run's traces,
@@ -854,14 +865,8 @@ int FinishRun(const GotraceFinishRequest& req) {
                    "%s: no trace was written: the program started paused and no trace window was "
                    "opened (gotrace ctl PID start, or --signal, opens one)\n",
                    prog);
-    } else if (traces == 0 && empty_killed == 0 && running == 0 && unwritten == 0) {
-      // (A trace that could not be written has its line above, with the
-      // command that writes it: it recorded something.)
-      std::fprintf(stderr,
-                   "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "
-                   "says why if it turned itself off; or the program ran another with LD_PRELOAD "
-                   "removed from its environment, as env -i does, before recording anything)\n",
-                   prog, req.outdir, req.prefix);
+    } else {
+      say_no_trace();
     }
   }
   return traces;

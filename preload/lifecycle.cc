@@ -92,9 +92,6 @@ bool g_gotrace_searched = false;  // looked for when first needed (a crash)
 void FindGotraceBinary();
 GT_LARGE_BSS struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
 bool g_crash_handlers = false;
-// The signals tracewrap passes on to the run's first process (encoder/run.cc,
-// kForwarded and INT, QUIT): see TermRelay.
-constexpr int kLauncherForwards[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2};
 // When each of them last reached the program other than from the launcher
 // (TermRelay), in MonotonicNs; 0: not since the launcher's last copy.
 uint64_t g_term_direct_ns[kMaxSignal];
@@ -1843,9 +1840,14 @@ constexpr uint64_t kRelayWindowNs = 250'000'000;
 
 // Whether the program's own handler for `sig` goes through TermRelay: in
 // the run's first process under tracewrap, for the signals it passes on.
+// No system call (a shell's fork children set three signals before each
+// exec): a fork child (g.descendant, set by AtForkChild where it traces the
+// child) or one that is not traced may relay too, which LauncherCopy's
+// look at the real pid makes a plain call of the program's handler.
 bool RelayedTermSignal(int sig) {
-  if (!g.config.defer || sys::GetPid() != g.root_pid) return false;
-  for (int s : kLauncherForwards)
+  if (!g.config.defer || g.descendant) return false;
+  if (sig == SIGINT || sig == SIGQUIT) return true;
+  for (int s : log::kLauncherForwarded)
     if (s == sig) return true;
   return false;
 }
