@@ -336,6 +336,17 @@ TEST_CASE("stacks: CPU samples in code without frame pointers: every caller by d
       if (!smp.frames.empty() && smp.frames[0].func == "cpu_nofp_leaf") in_leaf += smp.count;
     CHECK(in_leaf >= 20);  // 2 threads, 0.4 s, 100 Hz: about 80
     const uint64_t walked = CountWith(prof, whole);
+    // No frame of the library's: the worker's routine is called by libc's
+    // start_thread, as untraced (our thread start trampoline was in every
+    // worker sample).
+    for (const Sample& smp : prof) {
+      for (size_t i = 0; i < smp.frames.size(); ++i) {
+        INFO(smp.frames[i].func);
+        CHECK(smp.frames[i].func.find("gotrace::") == std::string::npos);
+        if (smp.frames[i].func == "cpu_nofp_worker" && i + 1 < smp.frames.size())
+          CHECK(smp.frames[i + 1].func == "start_thread");
+      }
+    }
     if (std::string(unwind) == "auto") {
       CHECK(walked * 10 >= in_leaf * 9);  // the stack copy's walk reaches the thread's start
     } else {
