@@ -336,6 +336,10 @@ bool ReadsDwarf(const std::string& path, Elf* elf, const DwOptions& options) {
 
 std::string Demangle(const char* name) {
   if (name == nullptr) return std::string();
+  // A versioned definition in a full symbol table (libc6-dbg's
+  // pthread_mutex_lock@@GLIBC_2.2.5): the name the program called.
+  if (const char* at = std::strchr(name, '@'); at != nullptr && at != name)
+    return Demangle(std::string(name, static_cast<size_t>(at - name)).c_str());
   if (name[0] == '_' && name[1] == 'Z') {
     int status = -1;
     char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
@@ -689,10 +693,18 @@ struct RawSymtab {
 
 // Which of several symbols covering an address names it: the one with the
 // highest start; among equal starts a sized one over an unsized one, then
-// global over weak over local, then the later in the table.
-inline int Rank(const GElf_Sym& sym) {
+// global over weak over local, then the name with fewer leading
+// underscores, and not one of glibc's internal aliases (a full symbol
+// table, libc6-dbg's, has clone3, __clone3 and __GI___clone3 at one
+// address, all local: the last was shown), then the later in the table.
+inline int Rank(const GElf_Sym& sym, const char* name) {
   const int bind = GELF_ST_BIND(sym.st_info);
-  return bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
+  int penalty = 0;
+  if (name != nullptr) {
+    while (name[penalty] == '_' && penalty < 8) ++penalty;
+    if (std::strncmp(name, "__GI_", 5) == 0) penalty += 4;
+  }
+  return (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0) * 16 + (15 - std::min(penalty, 15));
 }
 inline uint64_t TieKey(bool sized, int rank, uint32_t order) {
   return uint64_t{sized} << 40 | uint64_t(rank) << 32 | order;
@@ -722,9 +734,11 @@ const char* LinearFind(const RawSymtab& table, GElf_Addr addr) {
       unsized_at_top.clear();
     }
     if (sym.st_size != 0) {
-      if (addr < lo + sym.st_size) sized.push_back(Cand{lo, TieKey(true, Rank(sym), o), name_off});
+      if (addr < lo + sym.st_size)
+        sized.push_back(Cand{lo, TieKey(true, Rank(sym, table.Name(name_off)), o), name_off});
     } else if (lo == top) {
-      unsized_at_top.push_back(Cand{lo, TieKey(false, Rank(sym), o), name_off});
+      unsized_at_top.push_back(
+          Cand{lo, TieKey(false, Rank(sym, table.Name(name_off)), o), name_off});
     }
   });
   if (any && addr < table.SectionEnd(top))
@@ -807,7 +821,8 @@ class SymbolIndex {
   };
 
   void Add(const GElf_Sym& sym, GElf_Addr value, const char* name, uint32_t name_off) {
-    syms_.push_back(Sym{value, value + sym.st_size, name, name_off, sym.st_size != 0, Rank(sym)});
+    syms_.push_back(Sym{value, value + sym.st_size, name, name_off, sym.st_size != 0,
+                        Rank(sym, name != nullptr ? name : raw_->Name(name_off))});
   }
 
   // A symbol without a size (assembly labels) extends to the next symbol, at

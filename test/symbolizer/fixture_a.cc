@@ -103,3 +103,39 @@ __asm__(
     "gt_fix_asm_end:\n"
     "  ret\n"
     ".size gt_fix_asm_end, 1\n");
+
+// One function under three local names, as glibc's full symbol table has
+// clone3, __clone3 and __GI___clone3 (the name with the fewest leading
+// underscores names it), and one under a versioned name as a full table
+// keeps it (pthread_mutex_lock@@GLIBC_2.2.5: named without the version).
+// Their addresses are exported as data: dlsym finds no local symbol.
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".type gt_fix_aliased, STT_FUNC\n"
+    ".type __gt_fix_aliased, STT_FUNC\n"
+    ".type __GI___gt_fix_aliased, STT_FUNC\n"
+    "gt_fix_aliased:\n"
+    "__gt_fix_aliased:\n"
+    "__GI___gt_fix_aliased:\n"
+    "  nop\n  nop\n  ret\n"
+    ".size gt_fix_aliased, 3\n"
+    ".size __gt_fix_aliased, 3\n"
+    ".size __GI___gt_fix_aliased, 3\n"
+    ".p2align 4\n"
+    ".type gt_fix_versioned_impl, STT_FUNC\n"
+    ".type \"gt_fix_versioned@@GT_2\", STT_FUNC\n"
+    "gt_fix_versioned_impl:\n"
+    "\"gt_fix_versioned@@GT_2\":\n"
+    "  nop\n  ret\n"
+    ".size gt_fix_versioned_impl, 2\n"
+    ".size \"gt_fix_versioned@@GT_2\", 2\n");
+
+extern "C" {
+void gt_fix_aliased_fn() __asm__("gt_fix_aliased");
+void gt_fix_versioned_fn() __asm__("gt_fix_versioned_impl");
+__attribute__((visibility("default"))) void* gt_fix_aliased_addr =
+    reinterpret_cast<void*>(&gt_fix_aliased_fn);
+__attribute__((visibility("default"))) void* gt_fix_versioned_addr =
+    reinterpret_cast<void*>(&gt_fix_versioned_fn);
+}  // extern "C"

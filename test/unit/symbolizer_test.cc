@@ -771,6 +771,32 @@ TEST_CASE("symbolizer: fast mode names system library frames from the symbol tab
   CHECK(frames[0].line == 0);
 }
 
+TEST_CASE("symbolizer: of several names of one function, the public one, without a version",
+          "[symbolizer]") {
+  // libc6-dbg's full symbol table: clone3, __clone3 and __GI___clone3 at one
+  // address (__GI___clone3 was shown), pthread_mutex_lock@@GLIBC_2.2.5 (shown
+  // with its version). Both ways of looking names up (one pass over the
+  // table for a few addresses, the sorted index for many).
+  const Fixture nd = Load(GT_SYMFIX_NODEBUG);
+  const auto aliased = reinterpret_cast<uint64_t>(*nd.Sym<void* const*>("gt_fix_aliased_addr"));
+  const auto versioned = reinterpret_cast<uint64_t>(*nd.Sym<void* const*>("gt_fix_versioned_addr"));
+  for (const int linear : {1 << 30, 0}) {
+    INFO("linear lookups " << linear);
+    DwOptions o = Fast();
+    o.linear_symbol_lookups = linear;
+    auto s = MakeDwSymbolizer(o);
+    s->ModuleLoaded(LoadOf(nd.obj, 0));
+    auto frames = Symbolize(s.get(), aliased + 1, 0);
+    INFO(Describe(frames));
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].func == "gt_fix_aliased");
+    frames = Symbolize(s.get(), versioned, 0);
+    INFO(Describe(frames));
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].func == "gt_fix_versioned");
+  }
+}
+
 // The few-lookups path (one pass over the symbol table per address) and the
 // sorted index must name every address alike: every 97th byte of libc's
 // code (symbol table only: fast mode), and of the fixtures without debug
