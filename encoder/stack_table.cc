@@ -198,22 +198,43 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
                           StackStats* stats) {
   std::vector<GoFrame> frames;
   const std::unordered_set<const Expanded*> trampolines = Trampolines(w, syms, stats);
+  // The start stacks named after their threads: by the name, and the
+  // routine where it has none of its own (module+offset).
+  auto by_thread_name = [&](const Used& u, const Expanded** routine) {
+    *routine = Routine(w, syms, u, stats);
+    const bool by_name =
+        *routine == nullptr || !(*routine)->named || trampolines.count(*routine) != 0;
+    return u.thread != 0 && by_name ? thread_names_.find(u.thread) : thread_names_.end();
+  };
+  // Problem: threads that never named themselves share the process's name
+  // (all of pigz's are "pigz"): named after it, the main thread and the
+  // workers, whose routines have no names in a stripped program, were one
+  // group with one PC. A name that threads of different routines share is
+  // qualified by the routine, so that each routine is a group of its own.
+  std::unordered_map<std::string, std::unordered_set<const Expanded*>> routines_of_name;
+  for (const Used& u : used_) {
+    if (!u.start) continue;
+    const Expanded* routine = nullptr;
+    const auto name = by_thread_name(u, &routine);
+    if (name != thread_names_.end() && routine != nullptr)
+      routines_of_name[FoldThreadName(name->second)].insert(routine);
+  }
   for (size_t i = 0; i < used_.size(); ++i) {
     const Used& u = used_[i];
     Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
     const auto& defs = files_[u.file].defs;
     frames.clear();
     if (u.start) {
-      const Expanded* routine = Routine(w, syms, u, stats);
-      const bool by_name = routine == nullptr || !routine->named || trampolines.count(routine) != 0;
-      const auto name =
-          u.thread != 0 && by_name ? thread_names_.find(u.thread) : thread_names_.end();
+      const Expanded* routine = nullptr;
+      const auto name = by_thread_name(u, &routine);
       if (name != thread_names_.end()) {
         // Named after the thread (digits in a series folded), with one PC
         // per name (the 1.19 goroutine list groups by it); the routine, if
         // any, stays visible as the frame's file.
-        frames.push_back(NamedFrame(w, FoldThreadName(name->second),
-                                    routine != nullptr ? routine->stand_in : "?"));
+        std::string group = FoldThreadName(name->second);
+        if (routine != nullptr && routines_of_name[group].size() > 1)
+          group += " [" + routine->stand_in + "]";
+        frames.push_back(NamedFrame(w, group, routine != nullptr ? routine->stand_in : "?"));
       } else if (routine != nullptr) {
         frames.insert(frames.end(), routine->frames.begin(), routine->frames.end());
       } else {

@@ -733,6 +733,45 @@ TEST_CASE("stack table: one PC per distinct frame across module epochs", "[encod
   for (uint64_t id = 1; id <= 4; ++id) CHECK(got[id][1].pc == 0x1005);
 }
 
+// A stripped program: every routine is module+offset.
+class StrippedRoutines final : public Symbolizer {
+ public:
+  void Symbolize(uint64_t addr, uint32_t, std::vector<SymFrame>* out) override {
+    char name[32];
+    std::snprintf(name, sizeof name, "prog+0x%llx", static_cast<unsigned long long>(addr));
+    out->push_back(SymFrame{name, "", 0, false});
+  }
+};
+
+TEST_CASE("stack table: threads that share a name but not a routine are groups of their own",
+          "[encoder][stacks]") {
+  // All of pigz's threads are "pigz" (none names itself) and its routines
+  // have no names: named after the threads, the main thread and the
+  // workers were one group, one PC. A name shared by two routines is
+  // qualified by the routine; one routine's threads keep the plain name.
+  StackTable st(1);
+  const uint32_t main_start = st.StartStack(0, 0x3650, 0, "main", 1);
+  const uint32_t worker1 = st.StartStack(0, 0x11250, 0, "worker", 2);
+  const uint32_t worker2 = st.StartStack(0, 0x11250, 0, "worker", 3);
+  const uint32_t other = st.StartStack(0, 0x20000, 0, "other", 4);
+  for (uint64_t t : {1, 2, 3}) st.ThreadName(t, "prog");
+  st.ThreadName(4, "logger");
+  MemorySink sink;
+  GoTraceWriter w(&sink, 1, 1000);
+  StrippedRoutines sym;
+  StackStats stats;
+  st.WriteAll(&w, {&sym}, &stats);
+  REQUIRE(w.Finish(1).ok());
+  std::map<uint64_t, std::string> strings;
+  auto got = ParseStacks(sink.bytes, &strings);
+  for (uint32_t id : {main_start, worker1, worker2, other}) REQUIRE(got[id].size() == 1);
+  CHECK(strings[got[main_start][0].func] == "prog [prog+0x3650]");
+  CHECK(strings[got[worker1][0].func] == "prog [prog+0x11250]");
+  CHECK(got[main_start][0].pc != got[worker1][0].pc);
+  CHECK(got[worker1][0].pc == got[worker2][0].pc);
+  CHECK(strings[got[other][0].func] == "logger");
+}
+
 TEST_CASE("thread names fold the numbers of a series, not digits inside words",
           "[encoder][stacks]") {
   CHECK(FoldThreadName("pool-1-thread-3") == "pool-*-thread-*");
