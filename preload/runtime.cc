@@ -1688,10 +1688,12 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     ++p;
     --n;
   }
+  bool reached_start = false;  // our main or thread start trampoline's frame
   for (size_t tail = 1; tail <= 3 && tail <= n; ++tail) {
     if (ours(p[n - tail])) {
       for (size_t i = n - tail; i + 1 < n; ++i) pcs[(p - pcs) + i] = p[i + 1];
       --n;
+      reached_start = true;
       break;
     }
   }
@@ -1699,8 +1701,14 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
   if (k == 0) return 0;
   // Issue 14: a stack that does not reach the thread's first frame says so
   // (the high bit of its epoch: log::kStackTruncated), so it is kept apart
-  // from a complete stack with the same PCs and shown as cut.
-  const uint32_t epoch = base_epoch | (w.truncated() || k < n ? log::kStackTruncated : 0);
+  // from a complete stack with the same PCs and shown as cut. With frame
+  // pointers only, a chain can end at a zero frame pointer that is not the
+  // ABI's end (a function without one left a stack address in rbp, where a
+  // zero word was): pigz's one-frame stacks were marked in 875 cases and
+  // not in 605. There a stack is whole only if it reached our trampoline
+  // below main or the thread's routine.
+  const bool fp_cut = g.config.unwind == UnwindMode::kFp && !reached_start;
+  const uint32_t epoch = base_epoch | (w.truncated() || k < n || fp_cut ? log::kStackTruncated : 0);
   StackCacheEntry& e = r->stack_cache[((p[0] >> 4) ^ (p[0] >> 11)) & (kStackCacheWays - 1)];
   // (A window's log defines its stacks anew: an entry of an earlier log's
   // is a miss, and the depot says whether this log has the definition.)
