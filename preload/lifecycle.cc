@@ -830,12 +830,15 @@ size_t ReadTaskComm(uint32_t tid, char* name, size_t cap) {
 // process stream: threads still running at the end never reach their own
 // end-of-thread record, and the encoder names unnamed (stripped) start
 // routines after it. Async-signal-safe.
-void RecordThreadComm(uint32_t tid, uint32_t serial) {
+void RecordThreadComm(uint32_t tid, uint32_t serial, const char* ended_as = nullptr) {
   char name[17] = {0};
   // The calling thread's own name: prctl, one system call instead of a
   // path walk in /proc and three (issue 18: every process's main thread).
   size_t len = 0;
-  if (t_state.rec != nullptr && t_state.rec->s.tid == tid) {
+  if (ended_as != nullptr) {
+    std::memcpy(name, ended_as, 16);
+    len = sys::StrLen(name);
+  } else if (t_state.rec != nullptr && t_state.rec->s.tid == tid) {
     if (sys::Syscall6(SYS_prctl, PR_GET_NAME, reinterpret_cast<long>(name)) == 0)
       len = sys::StrLen(name);
   } else {
@@ -907,7 +910,8 @@ bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
         ProcWriter().ThreadCpu(sys::Ticks(), 0, r->s.serial, ns);
         ProcCommit();
       }
-      RecordThreadComm(r->s.tid, r->s.serial);
+      RecordThreadComm(r->s.tid, r->s.serial,
+                       r->exit_named.load(std::memory_order_acquire) ? r->exit_name : nullptr);
     }
     log::SlotHeader* h = r->s.hdr();
     const uint32_t kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);

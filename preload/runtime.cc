@@ -210,7 +210,10 @@ ThreadRec* AllocRec() {
   while (static_cast<uint32_t>(head) != 0xffffffffu) {
     const uint32_t i = static_cast<uint32_t>(head);
     const uint64_t next = ((head >> 32) + 1) << 32 | g_free_next[i].load(std::memory_order_relaxed);
-    if (g_free_head.compare_exchange_weak(head, next, std::memory_order_acq_rel)) return Slot(i);
+    if (g_free_head.compare_exchange_weak(head, next, std::memory_order_acq_rel)) {
+      Slot(i)->exit_named.store(false, std::memory_order_relaxed);
+      return Slot(i);
+    }
   }
   const uint32_t i = g_pool_used.fetch_add(1, std::memory_order_relaxed);
   if (i >= g_max_threads) {
@@ -1571,8 +1574,14 @@ void FinishCurrentThread() {
     const bool had_chunk = r->s.open;
     if (!StreamCopyOut(&r->s, false) && had_chunk) return;
     FreeRec(r);
+    return;
   }
-  // After shutdown the final flush owns the record: leave it in place.
+  // After shutdown the final flush owns the record: leave it in place, with
+  // the thread's name, which the flush read from /proc, where the entry of
+  // a thread that has ended is gone (a Python thread that renamed itself
+  // was named after its routine in 2 runs of 9).
+  if (sys::Syscall6(SYS_prctl, PR_GET_NAME, reinterpret_cast<long>(r->exit_name)) == 0)
+    r->exit_named.store(true, std::memory_order_release);
 }
 
 // ---------------------------------------------------------------------------

@@ -104,6 +104,11 @@ struct ThreadRec {
   uintptr_t start_pc = 0;
   uint64_t self = 0;          // pthread_self()
   uint64_t thread_flags = 0;  // log::kThreadMain
+  // Its kernel name as it ended while the process was ending (its own end
+  // record is then the final flush's to write, by which time its /proc
+  // entry may be gone): exit_named says exit_name holds it.
+  char exit_name[16] = {};
+  std::atomic<bool> exit_named{false};
   // Which walk each memo below last held (its start pc and sp), so that a
   // walk finds its memo, if any, without touching the others' pages (a
   // hint: each memo checks itself), and the stack id CaptureStack got for
