@@ -1169,7 +1169,10 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // A terminal's INT and QUIT reach the whole process group: the program
   // gets them itself; we wait for it. Signals sent to us are passed on,
   // INT and QUIT too (ForwardSent). Where they were ignored (a background
-  // job of a script), they stay ignored.
+  // job of a script) the program still starts with them ignored, but one
+  // sent to us is passed on all the same: untraced it would have reached
+  // the program, which may have a handler of its own by then (`tracewrap --
+  // nginx &` then `kill -QUIT $!`, nginx's graceful stop, waited forever).
   struct sigaction old_int {};
   struct sigaction old_quit {};
   struct sigaction old_fwd[std::size(kForwarded)];
@@ -1180,8 +1183,8 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   sigemptyset(&sent.sa_mask);
   sigaction(SIGINT, nullptr, &old_int);
   sigaction(SIGQUIT, nullptr, &old_quit);
-  if (old_int.sa_handler != SIG_IGN) sigaction(SIGINT, &sent, nullptr);
-  if (old_quit.sa_handler != SIG_IGN) sigaction(SIGQUIT, &sent, nullptr);
+  sigaction(SIGINT, &sent, nullptr);
+  sigaction(SIGQUIT, &sent, nullptr);
   fwd.sa_handler = Forward;
   sigemptyset(&fwd.sa_mask);
   sigset_t block, old_mask;

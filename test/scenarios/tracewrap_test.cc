@@ -525,6 +525,37 @@ TEST_CASE("tracewrap: a signal sent to the process group reaches the program onc
   }
 }
 
+TEST_CASE(
+    "tracewrap: started in the background of a script, QUIT and INT sent to it reach the program",
+    "[tracewrap]") {
+  // A script's background job starts with INT and QUIT ignored; tracewrap
+  // left them so, and dropped one sent to it: `tracewrap -- nginx &` then
+  // `kill -QUIT $!` (nginx's graceful stop) waited forever, where untraced
+  // the program, with a handler of its own, got it. It still starts with
+  // them ignored, as untraced (the first line).
+  TempDir dir;
+  const std::string cmd = "env GOTRACE_LIB=" + PreloadLib() + " GOTRACE_SCHED=infer " + kTracewrap +
+                          " -q -o " + dir.File("b.trace") +
+                          " -- grep ^SigIgn /proc/self/status & wait $!; " +
+                          "grep ^SigIgn /proc/self/status & wait $!; " +
+                          "env GOTRACE_LIB=" + PreloadLib() + " GOTRACE_SCHED=infer " + kTracewrap +
+                          " -q -o " + dir.File("q.trace") + " -- " + Scenario("term_count") +
+                          " 1500 --quit & p=$!; sleep 0.6; kill -QUIT $p; wait $p; echo status $?";
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = kUnset;
+  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  std::istringstream in(r.out);
+  std::string traced_ign, untraced_ign, rest;
+  std::getline(in, traced_ign);
+  std::getline(in, untraced_ign);
+  std::getline(in, rest, '\0');
+  CHECK(traced_ign == untraced_ign);
+  CHECK(rest == "QUIT 1\nstatus 0\n");
+}
+
 TEST_CASE("tracewrap: the first process's handlers are reported as untraced", "[tracewrap]") {
   // Its handlers for the signals tracewrap passes on run through the
   // library's (see above); sigaction, signal, sysv_signal, sigset and the
