@@ -55,6 +55,36 @@ uint64_t NowMs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
 }
 
+// The program a launcher runs: `pid`'s one child other than its helper
+// (tracewrap-perf), if `pid` is tracewrap or `gotrace run`; else 0. The
+// README's `tracewrap --paused -- server &` then `gotrace ctl $! start`
+// named the launcher, whose program has the channel.
+std::string Comm(int pid) {
+  char name[32] = {0};
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r");
+  if (f == nullptr) return "";
+  if (std::fgets(name, sizeof name, f) == nullptr) name[0] = '\0';
+  std::fclose(f);
+  name[std::strcspn(name, "\n")] = '\0';
+  return name;
+}
+
+int LaunchedProgram(int pid) {
+  const std::string comm = Comm(pid);
+  if (comm != "tracewrap" && comm != "gotrace") return 0;
+  FILE* f = std::fopen(
+      ("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children").c_str(), "r");
+  if (f == nullptr) return 0;
+  int found = 0, n = 0, child;
+  while (std::fscanf(f, "%d", &child) == 1) {
+    if (Comm(child) == "tracewrap-perf") continue;
+    found = child;
+    ++n;
+  }
+  std::fclose(f);
+  return n == 1 ? found : 0;
+}
+
 }  // namespace
 
 bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string* reply,
@@ -93,6 +123,8 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
     } else if (last_errno == ECONNREFUSED) {
       *error = "process " + std::to_string(pid) + " no longer answers on its control channel (" +
                tried + ")";
+    } else if (const int program = LaunchedProgram(pid); program > 0) {
+      return CtlRequest(program, command, timeout_s, reply, error);  // (its program's channel)
     } else {
       *error = "process " + std::to_string(pid) +
                " has no control channel: it is not traced, or was started without "

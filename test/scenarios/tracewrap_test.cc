@@ -242,6 +242,27 @@ TEST_CASE("tracewrap --paused: the end names the windows, the index lists the pr
   CHECK_THAT(n.err, !Catch::Contains("recorded nothing"));
 }
 
+TEST_CASE("tracewrap --paused: gotrace ctl on tracewrap's pid talks to its program",
+          "[tracewrap]") {
+  // README's example, `tracewrap --paused -- server &` then `gotrace ctl $!
+  // start`: $! is tracewrap's, and ctl said it had no control channel.
+  TempDir dir;
+  const std::string ctl = std::string(GOTRACE_BUILD_DIR) + "/gotrace ctl";
+  const std::string cmd = "env GOTRACE_LIB=" + PreloadLib() + " " + kTracewrap +
+                          " --paused -q -o " + dir.File("c.trace") +
+                          " -- /bin/sleep 1.5 & t=$!; sleep 0.5; " + ctl +
+                          " $t start && sleep 0.3 && " + ctl + " $t stop; wait $t";
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = kUnset;
+  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK_THAT(r.out, Catch::Contains("ok: recording window 1 into " + dir.File("c.trace.w1")));
+  CHECK_THAT(r.out, Catch::Contains("ok: wrote " + dir.File("c.trace.w1")));
+  CHECK(ParseWithGo(dir.File("c.trace.w1")).ok);
+}
+
 TEST_CASE("tracewrap: a launcher killed by SIGKILL: the next run moves its logs out of memory",
           "[tracewrap]") {
   // Its run's directory on tmpfs kept the logs until reboot, and nobody
