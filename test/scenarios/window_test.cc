@@ -277,6 +277,30 @@ TEST_CASE("windows: the control channel answers its user only, and says why not"
   CHECK(FilesEnding(dir.path(), ".w1").empty());
 }
 
+TEST_CASE("windows: the channel of a process killed with SIGKILL is removed by the next one",
+          "[windows]") {
+  // A killed process leaves its <pid>.sock, and nothing removed them. The
+  // next process to open a channel removes those of pids that do not exist
+  // and that no one answers on; a file that is not such a socket stays.
+  TempDir dir;
+  const std::string xdg = dir.File("xdg");
+  REQUIRE(mkdir(xdg.c_str(), 0700) == 0);
+  const std::string cmd = "GOTRACE_START=paused sleep 5 & p=$!; sleep 0.5; ls " + xdg +
+                          "/gotrace; kill -9 $p; " + "wait $p; touch " + xdg +
+                          "/gotrace/123456789.txt; GOTRACE_START=paused sleep 0.3; " +
+                          "echo after; ls " + xdg + "/gotrace";
+  ProcOptions o;
+  o.env = {"XDG_RUNTIME_DIR=" + xdg, "LD_PRELOAD=" + PreloadLib(),
+           "GOTRACE_OUT=" + dir.File("k.trace"), "GOTRACE_QUIET=1"};
+  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  REQUIRE(r.Exited(0));
+  const size_t after = r.out.find("after\n");
+  REQUIRE(after != std::string::npos);
+  CHECK(r.out.substr(0, after).find(".sock") != std::string::npos);  // the killed one's, first
+  CHECK(r.out.substr(after) == "after\n123456789.txt\n");
+}
+
 TEST_CASE("windows: a hostile file where the channel would be is neither followed nor trusted",
           "[windows]") {
   TempDir dir;
