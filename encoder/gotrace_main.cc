@@ -20,13 +20,14 @@
 #include "encoder/ctl_client.h"
 #include "encoder/encode.h"
 #include "encoder/log_reader.h"
-#include "encoder/run.h"
-#include "encoder/run_finish.h"
+#include "encoder/printable.h"
 #include "encoder/report/gates.h"
 #include "encoder/report/pprof.h"
 #include "encoder/report/report.h"
 #include "encoder/report/run_index.h"
 #include "encoder/report/trace_reader.h"
+#include "encoder/run.h"
+#include "encoder/run_finish.h"
 #include "encoder/varint.h"
 #include "symbolizer/debuginfod.h"
 #include "symbolizer/dw_symbolizer.h"
@@ -102,14 +103,6 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-std::string HumanBytes(uint64_t b) {
-  char buf[32];
-  if (b < 10 * 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
-  else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
-  return buf;
-}
-
 bool ParseU64(const char* s, uint64_t* out) {
   if (!s || !*s) return false;
   char* end;
@@ -182,8 +175,8 @@ int CmdEncode(int argc, char** argv, bool recover) {
   if (!quiet) for (const auto& n : stats.notes) std::fprintf(stderr, "gotrace: note: %s\n", n.c_str());
   if (!st.ok()) return Fail(st.message()), stats.no_events ? kExitNoEvents : 1;
   if (!quiet) {
-    std::fprintf(stderr, "gotrace: wrote %s (%" PRIu64 " threads, %" PRIu64 " events, %s) in %.2f s\n",
-                 stats.output_path.c_str(), stats.model.threads, stats.events,
+    std::fprintf(stderr, "gotrace: wrote %s (%" PRIu64 " threads, %s events, %s) in %.2f s\n",
+                 stats.output_path.c_str(), stats.model.threads, Grouped(stats.events).c_str(),
                  HumanBytes(stats.bytes).c_str(), Seconds() - t0);
     if (stats.model.dropped_records > 0)
       std::fprintf(stderr, "gotrace: the recording dropped %" PRIu64 " records\n",

@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cinttypes>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,29 @@
 #include "encoder/shell_word.h"
 
 namespace gotrace {
+
+// A count with its thousands grouped (92,426), as the library's lines
+// write it.
+inline std::string Grouped(uint64_t v) {
+  std::string d = std::to_string(v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
+// A size for people: B, KB, MB.
+inline std::string HumanBytes(uint64_t b) {
+  char buf[32];
+  if (b < 10 * 1024)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+  else if (b < 10 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
+  return buf;
+}
 
 inline std::string Printable(std::string_view text) {
   std::string s;

@@ -55,23 +55,6 @@ double NowSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-std::string Grouped(uint64_t v) {
-  std::string d = std::to_string(v), out;
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
-    out += d[i];
-  }
-  return out;
-}
-
-std::string HumanBytes(uint64_t b) {
-  char buf[32];
-  if (b < 10 * 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
-  else if (b < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
-  return buf;
-}
-
 struct Item {
   std::string log;      // as found
   std::string claimed;  // renamed to, while we encode it
