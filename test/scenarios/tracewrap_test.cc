@@ -58,6 +58,20 @@ ProcResult Wrap(const std::vector<std::string>& args, const TempDir& dir,
   return RunProcess(argv, o);
 }
 
+// tracewrap as a shell command, with this build's library; `sched` adds
+// GOTRACE_SCHED=infer (see Wrap).
+std::string TracewrapCommand(bool infer = true) {
+  return "env GOTRACE_LIB=" + PreloadLib() + (infer ? " GOTRACE_SCHED=infer " : " ") + kTracewrap;
+}
+
+// A bash script run in dir, the test's GOTRACE_* variables unset.
+ProcResult Script(const TempDir& dir, const std::string& script) {
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = kUnset;
+  return RunProcess({"/bin/bash", "-c", script}, o);
+}
+
 // The value of NAME=... in `env` output, or "<unset>".
 std::string EnvValue(const std::string& env_out, const std::string& name) {
   const std::string key = "\n" + name + "=";
@@ -248,14 +262,10 @@ TEST_CASE("tracewrap --paused: gotrace ctl on tracewrap's pid talks to its progr
   // start`: $! is tracewrap's, and ctl said it had no control channel.
   TempDir dir;
   const std::string ctl = std::string(GOTRACE_BUILD_DIR) + "/gotrace ctl";
-  const std::string cmd = "env GOTRACE_LIB=" + PreloadLib() + " " + kTracewrap +
-                          " --paused -q -o " + dir.File("c.trace") +
-                          " -- /bin/sleep 1.5 & t=$!; sleep 0.5; " + ctl +
-                          " $t start && sleep 0.3 && " + ctl + " $t stop; wait $t";
-  ProcOptions o;
-  o.cwd = dir.path();
-  o.unset_env = kUnset;
-  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  const ProcResult r =
+      Script(dir, TracewrapCommand(false) + " --paused -q -o " + dir.File("c.trace") +
+                      " -- /bin/sleep 1.5 & t=$!; sleep 0.5; " + ctl +
+                      " $t start && sleep 0.3 && " + ctl + " $t stop; wait $t");
   INFO(r.Describe() << "\n" << r.out << r.err);
   REQUIRE(r.Exited(0));
   CHECK_THAT(r.out, Catch::Contains("ok: recording window 1 into " + dir.File("c.trace.w1")));
@@ -529,17 +539,13 @@ TEST_CASE("tracewrap: a signal sent to the process group reaches the program onc
   const std::string prog = Scenario("term_count");
   for (const bool traced : {false, true}) {
     INFO((traced ? "traced" : "untraced"));
-    const std::string run = traced ? "env GOTRACE_LIB=" + PreloadLib() + " GOTRACE_SCHED=infer " +
-                                         kTracewrap + " -q -o " + dir.File("g.trace") + " -- "
-                                   : std::string();
+    const std::string run =
+        traced ? TracewrapCommand() + " -q -o " + dir.File("g.trace") + " -- " : std::string();
     const std::string cmd =
         "setsid " + run + prog + " 2000 & p=$!; sleep 0.6; kill -TERM -- -$p; sleep 0.4; " +
         "kill -TERM -- -$p; sleep 0.4; kill -TERM $p; wait $p; echo status $?; " + "setsid " + run +
         prog + " 1500 --oneshot & p=$!; sleep 0.6; kill -TERM -- -$p; " + "wait $p; echo status $?";
-    ProcOptions o;
-    o.cwd = dir.path();
-    o.unset_env = kUnset;
-    const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+    const ProcResult r = Script(dir, cmd);
     INFO(r.Describe() << "\n" << r.out << r.err);
     REQUIRE(r.Exited(0));
     CHECK(r.out == "TERM 3\nstatus 0\nTERM 1\nstatus 0\n");
@@ -555,17 +561,12 @@ TEST_CASE(
   // the program, with a handler of its own, got it. It still starts with
   // them ignored, as untraced (the first line).
   TempDir dir;
-  const std::string cmd = "env GOTRACE_LIB=" + PreloadLib() + " GOTRACE_SCHED=infer " + kTracewrap +
-                          " -q -o " + dir.File("b.trace") +
-                          " -- grep ^SigIgn /proc/self/status & wait $!; " +
-                          "grep ^SigIgn /proc/self/status & wait $!; " +
-                          "env GOTRACE_LIB=" + PreloadLib() + " GOTRACE_SCHED=infer " + kTracewrap +
-                          " -q -o " + dir.File("q.trace") + " -- " + Scenario("term_count") +
-                          " 1500 --quit & p=$!; sleep 0.6; kill -QUIT $p; wait $p; echo status $?";
-  ProcOptions o;
-  o.cwd = dir.path();
-  o.unset_env = kUnset;
-  const ProcResult r = RunProcess({"/bin/bash", "-c", cmd}, o);
+  const std::string tw = TracewrapCommand();
+  const ProcResult r = Script(
+      dir, tw + " -q -o " + dir.File("b.trace") + " -- grep ^SigIgn /proc/self/status & wait $!; " +
+               "grep ^SigIgn /proc/self/status & wait $!; " + tw + " -q -o " + dir.File("q.trace") +
+               " -- " + Scenario("term_count") +
+               " 1500 --quit & p=$!; sleep 0.6; kill -QUIT $p; wait $p; echo status $?");
   INFO(r.Describe() << "\n" << r.out << r.err);
   REQUIRE(r.Exited(0));
   std::istringstream in(r.out);
