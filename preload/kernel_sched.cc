@@ -85,6 +85,10 @@ struct Ring {
   // sizes a nearly full ring still takes a small one, a switch, and the
   // LOST record before it, while samples go on being dropped.)
   bool full_at_read;
+  // Full when a trace window's start dropped what it held (Discard): the
+  // first PERF_RECORD_LOST read from it since counts what the kernel
+  // dropped before the window, while recording was paused.
+  bool lost_before_window;
   perf_event_mmap_page* meta() const { return reinterpret_cast<perf_event_mmap_page*>(base); }
 };
 
@@ -401,7 +405,11 @@ bool DrainRings(bool final, bool all) {
     // The kernel's count of what it dropped: the loss is known.
     if (h.type == PERF_RECORD_LOST) r.full = false;
     r.last_ts = next[best];
-    Emit(s, p, final);
+    if (h.type == PERF_RECORD_LOST && r.lost_before_window) {
+      r.lost_before_window = false;  // the paused time's, not this window's
+    } else {
+      Emit(s, p, final);
+    }
     r.tail += h.size;
     have[best] = PeekTime(r, &next[best]);
     if (all && !have[best]) {  // in time order: right after its last record
@@ -612,9 +620,15 @@ void Discard() {
     sys::Syscall6(SYS_sched_yield);
   }
   for (int i = 0; i < g_nrings; ++i) {
-    g_rings[i].tail = __atomic_load_n(&g_rings[i].meta()->data_head, __ATOMIC_ACQUIRE);
-    g_rings[i].full = false;
-    __atomic_store_n(&g_rings[i].meta()->data_tail, g_rings[i].tail, __ATOMIC_RELEASE);
+    Ring& r = g_rings[i];
+    const uint64_t head = __atomic_load_n(&r.meta()->data_head, __ATOMIC_ACQUIRE);
+    // Full (or nearly: the largest record no longer fit): the kernel may
+    // have dropped records while recording was paused, and says how many
+    // once there is room again, in this window's time.
+    r.lost_before_window = r.size - (head - r.tail) < g_max_record;
+    r.tail = head;
+    r.full = false;
+    __atomic_store_n(&r.meta()->data_tail, r.tail, __ATOMIC_RELEASE);
   }
   g_lock.clear(std::memory_order_release);
 }
