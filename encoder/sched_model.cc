@@ -1143,8 +1143,17 @@ void Replay::OnWaitK(Thread& t, uint32_t c, const Record& r) {
   if (!open) ends_heap_.Push(Item{t.wait_end, 2, Index(t), t.wait_gen});
   // Begun before the kernel's records did: it went off the CPU (as the
   // inferred model judges it: long enough) with no switch-out to say so.
+  // So did one that began before a flight recorder's cut (the reader moved
+  // its start to the cut): its switch-out went with the older chunks, and
+  // the thread, runnable since the trace's start, was blocked all along
+  // (redis's idle threads read runnable 100% in a snapshot).
   const bool before_kernel = t.file < kernel_from_.size() && r.ts < kernel_from_[t.file];
-  if (before_kernel && t.st == TSt::kRunning && (open || r.wait.duration >= threshold_)) SwitchOut(t, false);
+  const Tick cut = t.file < logs_.files().size() ? logs_.files()[t.file].cut_ns : 0;
+  const bool at_cut = cut != 0 && r.ts <= cut;
+  if ((before_kernel || at_cut) && (open || r.wait.duration >= threshold_)) {
+    if (at_cut && t.st == TSt::kRunnable) SwitchIn(t, c);
+    if (t.st == TSt::kRunning) SwitchOut(t, false);
+  }
 }
 
 // The wait's end: the thread is back in the program. If the kernel did not

@@ -522,6 +522,7 @@ TEST_CASE("flight recorder: each snapshot holds about the last span, not the run
   senv.push_back("LD_PRELOAD=" + PreloadLib());
   senv.push_back("GOTRACE_OUT=" + dir.File("f.trace"));
   Service srv({Scenario("window_server")}, senv, dir.path());
+  const pid_t main_g = srv.pid();
   AwaitChannel(srv.pid(), env);
   std::this_thread::sleep_for(4s);
   ProcResult r = Ctl(srv.pid(), "status", env);
@@ -550,7 +551,23 @@ TEST_CASE("flight recorder: each snapshot holds about the last span, not the run
     const double span_s = static_cast<double>(t.events.back().ts) / 1e9;
     CHECK(span_s > 0.3);
     CHECK(span_s < 2.8);
+    // The main thread, in read(0) since long before the span: blocked from
+    // its start.
+    if (std::string(name) == "f.trace") CHECK(BlockedFromStart(t, static_cast<uint64_t>(main_g)));
   }
+  // So is the blocker, in a condition wait since the start: its switch-out
+  // went with the dropped chunks, and with the kernel's timeline it read
+  // runnable all along.
+  const ProcResult rep = RunProcess({Gotrace(), "report", dir.File("f.trace")});
+  INFO(rep.out << rep.err);
+  REQUIRE(rep.Exited(0));
+  const size_t at = rep.out.find("blocker (tid ");
+  REQUIRE(at != std::string::npos);
+  const size_t line = rep.out.find('\n', at) + 1;
+  const std::string shares = rep.out.substr(line, rep.out.find('\n', line) - line);
+  INFO(shares);
+  CHECK(
+      (shares.find("cond 9") != std::string::npos || shares.find("cond 100") != std::string::npos));
   // The first snapshot lost the start of the run (4 s of it, 1 s kept), the
   // second holds only time after the first.
   CHECK(ticks[0].front() > ticks[0].back() / 4);
