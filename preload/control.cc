@@ -245,6 +245,7 @@ void Serve(int c) {
 
 void* ControlMain(void*) {
   t_state.depth += kTracerDepth;  // never traced
+  NoteTracerThread();
   g_tid.store(static_cast<uint32_t>(sys::GetTid()), std::memory_order_release);
   while (!g_closed.load(std::memory_order_acquire)) {
     const int ls = __atomic_load_n(&g.control_fd, __ATOMIC_ACQUIRE);

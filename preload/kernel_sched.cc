@@ -240,6 +240,7 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
       break;
     }
     case PERF_RECORD_SAMPLE: {
+      if (IsTracerThread(tid)) return;  // the flusher's, the control thread's: not the program's
       uint64_t pcs[log::kMaxStackDepth];
       size_t n = 0;
       bool cut = false;

@@ -1105,6 +1105,7 @@ struct EncodeJob {
 
 void* EncodeThread(void* p) {
   t_state.depth += kTracerDepth;  // never traced
+  NoteTracerThread();
   const auto* job = static_cast<const EncodeJob*>(p);
   EncodeNow(job->out_path, job->announce);
   return nullptr;
@@ -2008,6 +2009,7 @@ bool FlusherNap(uint64_t interval_ns) {
 
 void* FlusherMain(void*) {
   t_state.depth += kTracerDepth;  // never traced
+  NoteTracerThread();
   const uint64_t interval_ns = g.config.flush_ms * 1'000'000ull;
   const int my_pid = g.pid;
   for (;;) {

@@ -2057,6 +2057,28 @@ int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name) 
   return rc;
 }
 
+namespace {
+constexpr int kTracerThreads = 8;
+std::atomic<uint32_t> g_tracer_tids[kTracerThreads];
+}  // namespace
+
+void NoteTracerThread() {
+  const auto tid = static_cast<uint32_t>(sys::GetTid());
+  for (std::atomic<uint32_t>& slot : g_tracer_tids) {
+    uint32_t v = slot.load(std::memory_order_relaxed);
+    // A slot of a thread that has ended (its tid gone) is taken again.
+    if ((v == 0 || sys::Syscall6(SYS_tgkill, sys::GetPid(), v, 0) == -ESRCH) &&
+        slot.compare_exchange_strong(v, tid, std::memory_order_release))
+      return;
+  }
+}
+
+bool IsTracerThread(uint32_t tid) {
+  for (const std::atomic<uint32_t>& slot : g_tracer_tids)
+    if (slot.load(std::memory_order_acquire) == tid) return true;
+  return false;
+}
+
 void RescanModules(bool after_unload, bool force_code_map) {
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   TracerScope tracer;

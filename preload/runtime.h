@@ -567,6 +567,11 @@ int CloseRangeAround(unsigned lo, unsigned hi, int flags, CloseRangeFn real);
 // Starts a detached thread of the tracer's (the flusher, the control
 // channel's) with every signal blocked, `stack_bytes` of stack, named `name`
 // for tools that list threads. Returns pthread_create's result.
+// The calling thread is one of the tracer's own (the flusher, the control
+// thread, the encoder): never traced, and its CPU samples are not the
+// program's (kernel_sched.cc). IsTracerThread: whether `tid` is one.
+void NoteTracerThread();
+bool IsTracerThread(uint32_t tid);
 int StartTracerThread(void* (*fn)(void*), size_t stack_bytes, const char* name);
 
 // Registers the main thread (from __libc_start_main, which knows main()).
