@@ -198,13 +198,12 @@ size_t WalkSample(const uint8_t* q, const uint8_t* end, uint64_t* pcs, bool* cut
 // inside the tracer, the outermost of ours, the interposed function the
 // program called (pwrite64), whose cost this is. Returns the frames kept.
 size_t DropOwnFrames(uint64_t* pcs, size_t n) {
-  auto ours = [](uint64_t pc) { return pc >= g.self_lo && pc < g.self_hi; };
   size_t lead = 0;
-  while (lead < n && ours(pcs[lead])) ++lead;
+  while (lead < n && OwnPc(pcs[lead])) ++lead;
   size_t out = 0;
   if (lead > 0) pcs[out++] = pcs[lead - 1];
   for (size_t i = lead; i < n; ++i)
-    if (!ours(pcs[i])) pcs[out++] = pcs[i];
+    if (!OwnPc(pcs[i])) pcs[out++] = pcs[i];
   return out;
 }
 
@@ -270,13 +269,9 @@ void Emit(SlotStream* s, const uint8_t* p, bool final) {
         // The kernel's walk stops at a zero or bad frame pointer, the ABI's
         // end and a garbage one alike (sqlite3's one-frame samples were
         // marked in 56 cases of 108): whole only if it reached our
-        // trampoline below main or the thread's routine (CaptureStack's
-        // rule with frame pointers only).
-        bool reached_start = false;
-        for (size_t tail = 1; tail <= 3 && tail <= n; ++tail)
-          reached_start =
-              reached_start || (pcs[n - tail] >= g.self_lo && pcs[n - tail] < g.self_hi);
-        cut = cut || !reached_start;
+        // trampoline (OwnStartFrame; CaptureStack's rule with frame
+        // pointers only).
+        cut = cut || OwnStartFrame(pcs, n) == n;
       } else if (g_sample_type & PERF_SAMPLE_REGS_USER) {
         n = WalkSample(q, end, pcs, &cut);
       }

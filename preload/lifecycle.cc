@@ -878,7 +878,7 @@ bool UnwindParked(ThreadRec* r, const void* frame, uint64_t* pcs, size_t* k, uin
                    regs, b, pcs, g.config.depth);
   size_t n = 0;
   for (size_t j = 0; j < wr.n; ++j)
-    if (pcs[j] < g.self_lo || pcs[j] >= g.self_hi) pcs[n++] = pcs[j];
+    if (!OwnPc(pcs[j])) pcs[n++] = pcs[j];
   *k = n;
   *epoch = g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
   return n > 0;

@@ -1688,23 +1688,17 @@ uint32_t CaptureStack(const HookScope& s, const void* frame, Tick ts) {
     }
   }
   size_t n = w.n;
-  // Frames of our own library occur only at the ends: innermost when an
-  // interposer's slow path is a function of its own, outermost as the thread
-  // start trampoline (below it only libc's thread start remains).
-  auto ours = [](uint64_t pc) { return pc >= g.self_lo && pc < g.self_hi; };
+  // Our frames left out (OwnStartFrame says where they are).
   const uint64_t* p = pcs;
-  while (n > 0 && ours(p[0])) {
+  while (n > 0 && OwnPc(p[0])) {
     ++p;
     --n;
   }
-  bool reached_start = false;  // our main or thread start trampoline's frame
-  for (size_t tail = 1; tail <= 3 && tail <= n; ++tail) {
-    if (ours(p[n - tail])) {
-      for (size_t i = n - tail; i + 1 < n; ++i) pcs[(p - pcs) + i] = p[i + 1];
-      --n;
-      reached_start = true;
-      break;
-    }
+  const size_t start = OwnStartFrame(p, n);
+  const bool reached_start = start < n;
+  if (reached_start) {
+    for (size_t i = start; i + 1 < n; ++i) pcs[(p - pcs) + i] = p[i + 1];
+    --n;
   }
   const size_t k = std::min<size_t>(n, g.config.depth);
   if (k == 0) return 0;

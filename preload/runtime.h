@@ -590,6 +590,20 @@ void NoteOwnCommand(char* const* argv);
 // ran a learned command untraced, the run traces it again
 // (learn::ReapedBusy). Rare: out of line.
 GT_NOINLINE void NoteReapedBusy(long pid);
+// Whether pc is in our own library's code (g.self_lo..self_hi).
+inline bool OwnPc(uint64_t pc) { return pc >= g.self_lo && pc < g.self_hi; }
+// Frames of our own library occur only at a stack's ends: innermost when an
+// interposer's slow path is a function of its own, outermost as our
+// trampoline below main or a thread's routine (MainWithStatus,
+// ThreadStart), among the last three of a walk that reached it (below it
+// only libc's start remains). Its index in pcs[0, n), or n if none: a walk
+// that reached it is whole, one that did not may have met a stray zero
+// frame pointer (frame-pointer chains, ours and the kernel's).
+inline size_t OwnStartFrame(const uint64_t* pcs, size_t n) {
+  for (size_t tail = 1; tail <= 3 && tail <= n; ++tail)
+    if (OwnPc(pcs[n - tail])) return n - tail;
+  return n;
+}
 // How this image is ending, in wait(2) form (or log::kExitExec), for the
 // final flush's kExitStatus. The first one set wins.
 inline constexpr uint64_t kExitKnown = uint64_t{1} << 40;
