@@ -590,20 +590,17 @@ int FinishRun(const GotraceFinishRequest& req) {
   };
 
   // Lines.
-  int traces = 0, quiet = 0, killed_traces = 0, skipped = 0, foreign = 0, no_preload = 0;
+  int traces = 0, quiet = 0, killed_traces = 0;
+  // Not traced: learned quiet (skipped_items), beyond LD_PRELOAD's reach
+  // (foreign_items), started without the library (no_preload_items).
   std::vector<const Item*> quiet_items, skipped_items, foreign_items, no_preload_items;
   for (const Item& it : items) {
     if (it.encoded) ++traces;
-    if (it.sum.foreign) {  // not traced: LD_PRELOAD cannot reach it
-      ++skipped;
-      ++foreign;
+    if (it.sum.foreign) {
       foreign_items.push_back(&it);
-    } else if (it.sum.no_preload) {  // not traced: started without the library
-      ++skipped;
-      ++no_preload;
+    } else if (it.sum.no_preload) {
       no_preload_items.push_back(&it);
     } else if (it.sum.skipped) {  // quiet too (no trace), counted apart
-      ++skipped;
       skipped_items.push_back(&it);
     } else if (it.quiet) {
       ++quiet;
@@ -708,7 +705,8 @@ int FinishRun(const GotraceFinishRequest& req) {
     j += "],\n  \"duration_ns\": " + std::to_string(req.end_ns - req.start_ns) +
          ",\n  \"exit\": " + StatusJson(req.root_status, false) +
          ",\n  \"traces\": " + std::to_string(traces) + ",\n  \"quiet\": " + std::to_string(quiet) +
-         ",\n  \"not_traced\": " + std::to_string(skipped) +
+         ",\n  \"not_traced\": " +
+         std::to_string(skipped_items.size() + foreign_items.size() + no_preload_items.size()) +
          ",\n  \"running\": " + std::to_string(running) + ",\n  \"processes\": [";
     for (size_t i = 0; i < procs.size(); ++i) {
       const Item& it = *procs[i];
@@ -771,15 +769,15 @@ int FinishRun(const GotraceFinishRequest& req) {
         return a->stats.events > b->stats.events;
       });
       std::string not_traced;
-      if (skipped > foreign + no_preload)
-        not_traced = ", " + std::to_string(skipped - foreign - no_preload) +
+      if (!skipped_items.empty())
+        not_traced = ", " + std::to_string(skipped_items.size()) +
                      " not traced (learned quiet earlier in the run; --every-process traces them)";
-      if (no_preload > 0)
-        not_traced += ", " + std::to_string(no_preload) +
+      if (!no_preload_items.empty())
+        not_traced += ", " + std::to_string(no_preload_items.size()) +
                       " not traced (started with an environment without the library: env -i)";
-      if (foreign > 0)
+      if (!foreign_items.empty())
         not_traced +=
-            ", " + std::to_string(foreign) +
+            ", " + std::to_string(foreign_items.size()) +
             " not traceable (static, or of another ELF class: LD_PRELOAD cannot reach them)";
       // Processes, not the rows (a process that execs has a row per image:
       // `sh -c 'exec env true'` is one process, three images).
