@@ -220,6 +220,7 @@ class Replay {
       if (!e.empty()) error_ = std::move(e);
     }
     w_->Event(p, type, now_, args);
+    last_event_ = now_;
   }
   void EmitUserLog(uint32_t p, uint64_t task, uint64_t key, uint64_t stack, std::string_view msg) {
     if (checker_ && error_.empty()) {
@@ -228,6 +229,7 @@ class Replay {
       if (!e.empty()) error_ = std::move(e);
     }
     w_->UserLog(p, now_, task, key, stack, msg);
+    last_event_ = now_;
   }
 
   const log::LogSet& logs_;
@@ -299,7 +301,8 @@ class Replay {
   MinHeap heads_heap_;  // one item per stream with a valid head
   MinHeap ends_heap_;   // pending wait ends
   Tick now_ = 0;
-  Tick end_ = 0;
+  Tick end_ = 0;         // the latest end record's time
+  Tick last_event_ = 0;  // the time of the last event written
   Tick threshold_ = 0;
   Tick skew_ = 0;
   uint64_t next_goid_ = kSyntheticGoidBase;
@@ -440,10 +443,12 @@ Status Replay::Run() {
       std::none_of(meta_.begin(), meta_.end(), [](const FileMeta& m) { return m.ended; });
   if (killed_end) end = opts_.killed_end_ns;
   EndOfTrace(end);
-  // A trace lasts to its last event: a process killed with every thread
-  // blocked has none at its end. The same Gomaxprocs once more marks it
-  // (an event no reader checks; the model's Ps never change).
-  if (killed_end) Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
+  // A trace lasts to its last event. Where every thread was blocked at the
+  // end, there is none then: a process killed so, or a window or flight
+  // snapshot of an idle service, which would end at its last record, not
+  // when it was taken. The same Gomaxprocs once more marks the end (an event
+  // no reader checks; the model's Ps never change).
+  if (last_event_ < end) Emit(0, go::kEvGomaxprocs, {nprocs_, 0});
   stats_->end_ns = now_;
   // Scheduling came from the kernel where its records are in the log, and
   // also where the process had the kernel's events open, read them at its

@@ -65,6 +65,18 @@ inline Checked EncodeAndValidate(LogBuilder& b, const TempDir& dir, ModelOptions
   return c;
 }
 
+// The trace's Gomaxprocs events: the snapshot's, repeated for Go 1.21+
+// (Replay::Snapshot), and a third only as the trace's last event, later than
+// every other: it marks an end that came after the last event (an end
+// record, a window taken while every thread was blocked).
+inline bool GomaxprocsAsExpected(const ParsedTrace& t) {
+  const size_t n = t.Count("Gomaxprocs");
+  if (n == 2) return true;
+  const size_t k = t.events.size();
+  return n == 3 && k >= 2 && t.events[k - 1].name == "Gomaxprocs" &&
+         t.events[k - 1].ts > t.events[k - 2].ts;
+}
+
 // Events named `name` whose argument `arg` equals v.
 inline std::vector<const GoEvent*> With(const ParsedTrace& t, std::string_view name,
                                         const std::string& arg, uint64_t v) {

@@ -575,6 +575,62 @@ TEST_CASE("flight recorder: each snapshot holds about the last span, not the run
   CHECK(ticks[1].front() > ticks[0].back() + (ticks[1].back() - ticks[0].back()) / 4);
 }
 
+// A window, or a flight snapshot, of a process idle in a read (cat of a
+// pipe that says nothing): the trace lasts until it was taken. It ended at
+// the process's last record before (a few ms after its start): the time it
+// spent blocked since was in no view, nor in the report's shares.
+TEST_CASE("windows: a window or flight snapshot of an idle process lasts until it was taken",
+          "[windows][flight]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  {
+    Service srv({"/bin/cat"}, PausedEnv(env, dir.File("w.trace")), dir.path());
+    AwaitChannel(srv.pid(), env);
+    REQUIRE(Ctl(srv.pid(), "start", env).Exited(0));
+    std::this_thread::sleep_for(1500ms);
+    const ProcResult r = Ctl(srv.pid(), "stop", env);
+    INFO(r.Describe());
+    REQUIRE(r.Exited(0));
+    CHECK(WIFEXITED(srv.Finish()));
+  }
+  {
+    std::vector<std::string> senv = FlightEnv(env, "30s");
+    senv.push_back("LD_PRELOAD=" + PreloadLib());
+    senv.push_back("GOTRACE_OUT=" + dir.File("f.trace"));
+    Service srv({"/bin/cat"}, senv, dir.path());
+    AwaitChannel(srv.pid(), env);
+    std::this_thread::sleep_for(1500ms);
+    const ProcResult r = Ctl(srv.pid(), "snapshot", env);
+    INFO(r.Describe());
+    REQUIRE(r.Exited(0));
+    CHECK(WIFEXITED(srv.Finish()));
+  }
+  for (const char* name : {"w.trace.w1", "f.trace"}) {
+    const std::string path = dir.File(name);
+    INFO(path);
+    REQUIRE(ValidateTrace(path).empty());
+    const ParsedTrace t = ParseWithGo(path);
+    REQUIRE(!t.events.empty());
+    CHECK(static_cast<double>(t.events.back().ts) / 1e9 > 1.2);
+    // The report counts the wait to the end: cat blocked in its read.
+    const ProcResult rep = RunProcess({Gotrace(), "report", path});
+    INFO(rep.out << rep.err);
+    REQUIRE(rep.Exited(0));
+    const size_t at = rep.out.find("cat (tid ");
+    REQUIRE(at != std::string::npos);
+    const size_t line = rep.out.find('\n', at) + 1;
+    const std::string shares = rep.out.substr(line, rep.out.find('\n', line) - line);
+    INFO(shares);
+    // "running 0.0% (1), runnable 0.1% (2), io 99.9% (2)": blocked nearly
+    // all along (before, the shares were of the few ms the trace lasted).
+    auto share = [&shares](const std::string& kind) {
+      const size_t k = shares.find(kind + " ");
+      return k == std::string::npos ? 0.0 : std::stod(shares.substr(k + kind.size() + 1));
+    };
+    CHECK(share("running") + share("runnable") < 10.0);
+  }
+}
+
 // The log's disk use stays under the size asked for, whatever the run's
 // length (measured while it runs).
 TEST_CASE("flight recorder: GOTRACE_FLIGHT=1MiB bounds the log on disk during a busy run",
