@@ -1257,11 +1257,16 @@ bool WriteStandIn(const StandInThread& t) {
   w.Init(buf, std::min<size_t>(sizeof buf, g.slot_bytes), log::kSlotHeaderBytes);
   w.Begin(t.ts);
   w.OpenInPlace(serial, t.tid, 0, 0);
-  if (t.stack_n > 0 && w.Fits(log::ChunkWriter::StackDefBound(t.stack_n)))
-    w.StackDef(t.ts, t.cpu, t.wait_stack, t.stack_epoch, t.stack_pcs, t.stack_n);
+  // The thread's start first: the reader takes a stream's start from its
+  // first record only. (After the wait's stack definition, a thread blocked
+  // in a recorded wait at a window's start lost its routine, its pthread_t
+  // and its role: redis's main thread was "main" in its first window and
+  // "redis-server" in the next.)
   w.ThreadStart(t.ts, t.cpu, 0, t.start_pc, t.self, t.flags | log::kThreadExisted);
   if (t.name_len > 0)
     w.ThreadName(t.ts, t.cpu, 0, std::string_view(t.name, t.name_len));
+  if (t.stack_n > 0 && w.Fits(log::ChunkWriter::StackDefBound(t.stack_n)))
+    w.StackDef(t.ts, t.cpu, t.wait_stack, t.stack_epoch, t.stack_pcs, t.stack_n);
   w.PublishSize();
   auto* h = reinterpret_cast<log::SlotHeader*>(buf);
   if (t.wait_kind != 0) {
@@ -1369,6 +1374,14 @@ ThreadRec* RegisterCurrentThreadSlow(uint64_t create_id, uintptr_t start_pc, uin
                       prev->s.tid == tid && prev->s.log_gen != g.log_gen;
   ThreadRec* r = moving ? prev : AllocRec();
   t_state.bound = bind;
+  // The process's main thread is its main thread however it comes to be
+  // registered: by a hook, in a trace window's log, it came with no role,
+  // and the next window's stand-in took it for a thread like any other
+  // (named after the process, where the first window said main).
+  if (!moving && static_cast<int>(tid) == g.pid) {
+    flags |= log::kThreadMain;
+    if (start_pc == 0) start_pc = g.main_pc.load(std::memory_order_relaxed);
+  }
   if (r == nullptr) {
     t_state.status = kThreadUntraced;
     if (g.untraced_threads.fetch_add(1, std::memory_order_relaxed) == 0)

@@ -69,6 +69,10 @@ class Service {
     }
   }
   pid_t pid() const { return pid_; }
+  // Writes `text` to its input.
+  void Say(const std::string& text) {
+    REQUIRE(write(stdin_, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  }
   // Whether it has ended (then *status is its wait status); never blocks.
   bool Ended(int* status) {
     if (pid_ <= 0) return true;
@@ -179,7 +183,11 @@ TEST_CASE("windows: a paused service traced in windows, each holding only its ow
   REQUIRE(r.Exited(0));
   CHECK(r.out.find("recording window 1 into " + dir.File("srv.trace.w1")) != std::string::npos);
   CHECK(Ctl(srv.pid(), "start", env).err.find("error: already recording (window 1)") != std::string::npos);
-  std::this_thread::sleep_for(300ms);
+  std::this_thread::sleep_for(100ms);
+  // Main's read returns (it reads on): its first record in the process,
+  // and in w2 and w3 it is blocked in a read it recorded, with its stack.
+  srv.Say("x");
+  std::this_thread::sleep_for(200ms);
   r = Ctl(srv.pid(), "stop", env);
   INFO(r.Describe());
   REQUIRE(r.Exited(0));
@@ -223,8 +231,12 @@ TEST_CASE("windows: a paused service traced in windows, each holding only its ow
   CHECK(ticks[0].front() > 10);
   CHECK(ticks[0].back() < ticks[1].front());
   CHECK(ticks[1].back() < ticks[2].front());
-  // Named as the program named them (stand-ins carry the kernel's names).
-  CheckGoroutineGroups(dir.File("srv.trace.w1"), {{"main", 1}, {"blocker", 1}, {"worker", 2}});
+  // Named as the program named them (stand-ins carry the kernel's names),
+  // main after its routine in every window (w2's and w3's stand-in of main,
+  // blocked in its recorded read, lost its routine and was named after the
+  // process, "window_server").
+  for (const char* w : {"srv.trace.w1", "srv.trace.w2", "srv.trace.w3"})
+    CheckGoroutineGroups(dir.File(w), {{"main", 1}, {"blocker", 1}, {"worker", 2}});
 }
 
 TEST_CASE("windows: what the kernel dropped while paused is not the window's loss", "[windows]") {

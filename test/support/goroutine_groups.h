@@ -17,11 +17,20 @@
 
 namespace gotrace::testing {
 
+// "main x1, worker x2": groups as a failed check shows them.
+inline std::string GroupsText(const std::map<std::string, uint64_t>& groups) {
+  std::string out;
+  for (const auto& [name, n] : groups)
+    out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+  return out;
+}
+
 // The /goroutines page's groups (name -> count) of Go 1.19 and, where
 // installed, Go 1.23 (issue 19: both must agree).
 inline void CheckGoroutineGroups(const std::string& trace, const std::map<std::string, uint64_t>& want) {
+  INFO(trace << ": want " << GroupsText(want));
   GoroutineGroups old_go = ReadGoroutineGroups(trace, GoBinary());
-  INFO("go 1.19: " << old_go.error);
+  INFO("go 1.19: " << old_go.error << " groups " << GroupsText(old_go.groups));
   REQUIRE(old_go.error.empty());
   CHECK(old_go.groups == want);
   const std::string newer = NewerGoBinary();
@@ -30,7 +39,7 @@ inline void CheckGoroutineGroups(const std::string& trace, const std::map<std::s
     return;
   }
   GoroutineGroups new_go = ReadGoroutineGroups(trace, newer);
-  INFO(newer << ": " << new_go.error);
+  INFO(newer << ": " << new_go.error << " groups " << GroupsText(new_go.groups));
   REQUIRE(new_go.error.empty());
   CHECK(new_go.groups == want);
 }
