@@ -175,9 +175,10 @@ int CmdEncode(int argc, char** argv, bool recover) {
   if (!quiet) for (const auto& n : stats.notes) std::fprintf(stderr, "gotrace: note: %s\n", n.c_str());
   if (!st.ok()) return Fail(st.message()), stats.no_events ? kExitNoEvents : 1;
   if (!quiet) {
-    std::fprintf(stderr, "gotrace: wrote %s (%" PRIu64 " threads, %s events, %s) in %.2f s\n",
-                 stats.output_path.c_str(), stats.model.threads, Grouped(stats.events).c_str(),
-                 HumanBytes(stats.bytes).c_str(), Seconds() - t0);
+    std::fprintf(stderr, "gotrace: wrote %s (%s, %s, %s) in %.2f s\n", stats.output_path.c_str(),
+                 Counted(stats.model.threads, "thread").c_str(),
+                 Counted(stats.events, "event").c_str(), HumanBytes(stats.bytes).c_str(),
+                 Seconds() - t0);
     if (stats.model.dropped_records > 0)
       std::fprintf(stderr, "gotrace: the recording dropped %" PRIu64 " records\n",
                    stats.model.dropped_records);

@@ -34,6 +34,16 @@ inline std::string Grouped(uint64_t v) {
   return out;
 }
 
+// "1 thread", "2 threads", "1,024 events": a count and its noun (the
+// plural is the noun with an s).
+inline std::string Counted(uint64_t v, std::string_view noun) {
+  std::string out = Grouped(v);
+  out += ' ';
+  out += noun;
+  if (v != 1) out += 's';
+  return out;
+}
+
 // A size for people: B, KB, MB.
 inline std::string HumanBytes(uint64_t b) {
   char buf[32];

@@ -244,7 +244,7 @@ function heap(parent,tr){
 const root=document.getElementById('root');
 D.traces.forEach(function(tr){
  el('h1',{textContent:'gotrace report: '+tr.file},root);
- el('div',{className:'info',textContent:dur(tr.duration)+', '+tr.threads.length+' threads'+(tr.info?'; '+tr.info:'')},root);
+ el('div',{className:'info',textContent:dur(tr.duration)+', '+tr.threads.length+(tr.threads.length==1?' thread':' threads')+(tr.info?'; '+tr.info:'')},root);
  el('h2',{textContent:'Threads over time'},root);
  const lg=el('div',{className:'legend'},root);
  const used=new Set();tr.threads.forEach(function(th){for(let i=2;i<th.iv.length;i+=3)used.add(th.iv[i]);});

@@ -385,6 +385,16 @@ std::string ThreadLabel(const Report& r, uint64_t goid) {
   return (t ? t->name : std::string("?")) + " (" + std::to_string(goid) + ")";
 }
 
+// The same in at most `width` characters: the name is cut, never the tid
+// (python3's threads, all "python3 [python3.11+0x6543a0]", were told apart
+// by nothing else, and a cut label dropped it).
+std::string ThreadLabel(const Report& r, uint64_t goid, size_t width) {
+  const ThreadReport* t = r.Thread(goid);
+  const std::string id = " (" + std::to_string(goid) + ")";
+  const size_t room = width > id.size() + 8 ? width - id.size() : 8;
+  return Cut(t ? t->name : std::string("?"), room) + id;
+}
+
 // The states of one thread as "running 12.0% (3)" items, in display order.
 std::vector<std::string> StateItems(const ThreadReport& t) {
   std::vector<std::string> items;
@@ -464,8 +474,8 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
   std::string o;
   for (const Report& r : reports) {
     o += Cut("== " + r.file, 80) + "\n";
-    o += Fmt("%s, %zu threads, %" PRIu64 " events\n", HumanDuration(r.duration_ns).c_str(),
-             r.threads.size(), r.events);
+    o += HumanDuration(r.duration_ns) + ", " + Counted(r.threads.size(), "thread") + ", " +
+         Counted(r.events, "event") + "\n";
     for (const auto& p : r.processes) {
       o += Cut(ProcessLine(p), 80) + "\n";
       Wrap(&o, "  ", {SchedLine(p, r.cpu_samples)});
@@ -496,9 +506,9 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
     if (r.wakers.empty()) o += "  (none)\n";
     for (size_t i = 0; i < r.wakers.size() && i < top; ++i) {
       const WakePair& w = r.wakers[i];
-      o += Cut(Fmt("  %s -> %s: %" PRIu64 ", %s", Cut(ThreadLabel(r, w.waker), 30).c_str(),
-                   Cut(ThreadLabel(r, w.wakee), 30).c_str(), w.count, HumanDuration(w.ns).c_str()),
-               80) + "\n";
+      o += Fmt("  %s -> %s: %" PRIu64 ", %s", ThreadLabel(r, w.waker, 30).c_str(),
+               ThreadLabel(r, w.wakee, 30).c_str(), w.count, HumanDuration(w.ns).c_str()) +
+           "\n";
     }
     o += "\n";
   }
@@ -521,8 +531,8 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top) {
   std::string o;
   for (const Report& r : reports) {
     o += "### gotrace report: " + MdEscape(r.file) + "\n\n";
-    o += Fmt("%s, %zu threads, %" PRIu64 " events", HumanDuration(r.duration_ns).c_str(),
-             r.threads.size(), r.events);
+    o += HumanDuration(r.duration_ns) + ", " + Counted(r.threads.size(), "thread") + ", " +
+         Counted(r.events, "event");
     if (r.has_heap)
       o += "; heap peak " + HumanSize(r.heap_peak) + ", final " + HumanSize(r.heap_final);
     o += "\n\n";

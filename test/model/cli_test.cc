@@ -62,7 +62,7 @@ TEST_CASE("gotrace encode writes a valid trace and says so in one line", "[cli]"
   INFO(r.Describe() << " " << r.err);
   REQUIRE(r.Exited(0));
   CHECK_THAT(r.err, Catch::StartsWith("gotrace: wrote " + out));
-  CHECK_THAT(r.err, Catch::Contains("1 threads"));
+  CHECK_THAT(r.err, Catch::Contains("(1 thread, "));
   struct stat st;
   REQUIRE(::stat(out.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);

@@ -154,6 +154,29 @@ TEST_CASE("thread states, kinds, sites, wakers and heap of a known trace", "[rep
   CHECK(r.heap.size() == 3);
 }
 
+// Threads named after a shared routine (python3's, all "python3
+// [python3.11+0x6543a0]") are told apart by their tids alone: the text
+// report's waker lines cut the names, never the tids, nor the line's counts.
+TEST_CASE("text report: long thread names keep their tids and the counts in waker lines",
+          "[report]") {
+  Report r = Analyzed(SmallTrace(true));
+  REQUIRE(r.threads.size() == 2);
+  r.threads[0].name = "python3 [python3.11+0x6543a0] worker of the main pool";
+  r.threads[1].name = "python3 [python3.11+0x6543a0] worker of the main pool";
+  r.wakers[0].count = 1234567;
+  r.wakers[0].ns = 3'100'000;
+  const std::string text = report::FormatText({r}, 10);
+  const size_t at = text.find("Top wakers");
+  REQUIRE(at != std::string::npos);
+  const std::string line = text.substr(text.find('\n', at) + 1,
+                                       text.find('\n', text.find('\n', at) + 1) -
+                                           text.find('\n', at) - 1);
+  INFO(line);
+  CHECK(line.find("(11) -> ") != std::string::npos);
+  CHECK(line.find("(10): 1234567, 3.1 ms") != std::string::npos);
+  CHECK(line.find("python3 [python3.11") != std::string::npos);
+}
+
 TEST_CASE("without gotrace strings the kinds come from the event types", "[report]") {
   const Report r = Analyzed(SmallTrace(false));
   CHECK(r.processes.empty());
