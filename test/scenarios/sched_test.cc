@@ -9,6 +9,8 @@
 // or denied by a seccomp filter) the trace takes the inferred model, says so
 // in one line, and still parses.
 //===----------------------------------------------------------------------===//
+#include <unistd.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -208,6 +210,31 @@ TEST_CASE("default scheduling: a program that only computes has its CPU samples"
   REQUIRE(t.ok);
   CHECK(t.Count("CPUSample") >= 15);  // 100 per second of CPU time: about 30
   CHECK_THAT(r.err, !Catch::Contains("overflowed"));
+}
+
+// CPU time in system calls is CPU time: where the kernel allows samples of
+// kernel time (root, perf_event_paranoid 1 or less), a sample taken there
+// is charged to the user stack that made the call. dd copying /dev/zero to
+// /dev/null spends ~97% of its CPU time in the kernel: it had 0 or 1
+// samples for ~150 ms of CPU time (user time only).
+TEST_CASE("default scheduling: CPU time in system calls has its samples", "[sched]") {
+  if (geteuid() != 0 && Slurp("/proc/sys/kernel/perf_event_paranoid").rfind('2', 0) == 0) {
+    WARN("perf_event_paranoid 2 without root: samples of user time only");
+    return;
+  }
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("d.trace")};
+  o.unset_env = {"GOTRACE_SCHED", "GOTRACE_CPU_HZ"};
+  const ProcResult r =
+      RunProcess({"/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=6000"}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  if (PerfDenied(r.err)) return;
+  const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("CPUSample") >= 5);  // ~150 ms of CPU time at 100 Hz: about 15
 }
 
 // Nothing reads the rings of a one-thread program that records nothing
