@@ -236,6 +236,9 @@ function heap(parent,tr){
  g.strokeStyle='#1565c0';g.lineWidth=1.5;g.beginPath();g.moveTo(x(h[0]),y(h[1]));
  for(let i=2;i<h.length;i+=2){g.lineTo(x(h[i]),y(h[i-1]));g.lineTo(x(h[i]),y(h[i+1]));}
  g.lineTo(x(tr.duration),y(h[h.length-1]));g.stroke();
+ // One or two samples (a process whose heap moved little is sampled at its end): dots, as a
+ // line from the last sample to the end has no length there.
+ if(h.length<=4){g.fillStyle='#1565c0';for(let i=0;i<h.length;i+=2)g.fillRect(Math.min(x(h[i]),W-13)-3,y(h[i+1])-3,6,6);}
  c.addEventListener('mousemove',function(ev){const r=c.getBoundingClientRect(),t=(ev.clientX-r.left-L)/(W-L-10)*tr.duration;
   let v=0;for(let i=0;i<h.length&&h[i]<=t;i+=2)v=h[i+1];showTip(ev,dur(Math.max(0,t))+': '+size(v));});
  c.addEventListener('mouseleave',hideTip);

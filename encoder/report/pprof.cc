@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "encoder/go_trace_format.h"
+#include "encoder/report/report.h"
 #include "profile.pb.h"
 
 namespace gotrace::report {
@@ -51,6 +52,19 @@ int64_t CpuPeriod(const Trace& trace) {
     if (hz > 0 && hz <= 1000000000) return static_cast<int64_t>(1000000000 / hz);
   }
   return 10000000;
+}
+
+// The highest sampling rate of the trace's processes whose scheduling came
+// from the kernel (their samples' source), 0 if none sampled.
+uint64_t SampledHz(const Trace& trace) {
+  uint64_t best = 0;
+  for (const auto& [id, s] : trace.strings) {
+    if (s.rfind("gotrace-meta:v1 ", 0) != 0 || s.find(" sched=kernel") == std::string::npos)
+      continue;
+    const size_t at = s.find(" cpu_hz=");
+    if (at != std::string::npos) best = std::max<uint64_t>(best, std::strtoull(s.c_str() + at + 8, nullptr, 10));
+  }
+  return best;
 }
 
 }  // namespace
@@ -82,9 +96,17 @@ Status ComputeProfile(const Trace& trace, const std::string& kind, Profile* out)
       ++r.count;
       r.value += out->period;
     }
-    if (samples == 0)
-      return Status::Error("has no CPU samples (the kernel's sampling was off or unavailable "
-                           "when it was recorded)");
+    if (samples == 0) {
+      const uint64_t hz = SampledHz(trace);
+      if (hz == 0)
+        return Status::Error("has no CPU samples (the kernel's sampling was off or unavailable "
+                             "when it was recorded)");
+      // Sampling was on: nothing ran long enough for a sample.
+      return Status::Error("has no CPU samples: sampling was on (" + std::to_string(hz) +
+                           " Hz, a sample per " +
+                           HumanDuration(static_cast<int64_t>(1'000'000'000 / hz)) +
+                           " of a thread's CPU time) and no thread used that much");
+    }
   } else if (kind == "sync" || kind == "net" || kind == "syscall" || kind == "sched") {
     // g -> index of the event it waits on to be linked (Go's g.ev).
     std::unordered_map<uint64_t, size_t> pending;

@@ -495,8 +495,9 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
     if (r.sites.empty()) o += "  (none)\n";
     for (size_t i = 0; i < r.sites.size() && i < top; ++i) {
       const BlockSite& b = r.sites[i];
-      o += Fmt("%3zu. %-8s %10s  %6" PRIu64 " waits  max %s\n", i + 1, b.kind.c_str(),
-               HumanDuration(b.total_ns).c_str(), b.count, HumanDuration(b.max_ns).c_str());
+      o += Fmt("%3zu. %-8s %10s  %6" PRIu64 " %s  max %s\n", i + 1, b.kind.c_str(),
+               HumanDuration(b.total_ns).c_str(), b.count, b.count == 1 ? "wait " : "waits",
+               HumanDuration(b.max_ns).c_str());
       if (b.frames.empty()) o += "       (no stack)\n";
       for (size_t f = 0; f < b.frames.size() && f < 6; ++f)
         o += Cut("       " + FrameText(b.frames[f]), 80) + "\n";

@@ -399,7 +399,18 @@ TEST_CASE("pprof --kind cpu: the CPU samples by stack, read by go tool pprof", "
   ProcResult q = RunProcess({Gotrace(), "pprof", "--kind", "cpu", none, "-o", dir.File("n.pb.gz")});
   CHECK(q.Exited(2));
   CHECK_THAT(q.err, Catch::StartsWith("gotrace: " + none + ": has no CPU samples"));
+  CHECK_THAT(q.err, Catch::Contains("sampling was off or unavailable"));  // its cpu_hz=0
   CHECK(std::count(q.err.begin(), q.err.end(), '\n') == 1);
+  // Sampling on, and nothing ran for a period: said so, not "off".
+  report::Trace sampled;
+  REQUIRE(report::ReadTrace(none, &sampled).ok());
+  for (auto& [id, str] : sampled.strings)
+    if (str.rfind("gotrace-meta:v1 ", 0) == 0) str.replace(str.find("cpu_hz=0"), 8, "cpu_hz=100");
+  const Status st = report::ComputeProfile(sampled, "cpu", &prof);
+  CHECK_FALSE(st.ok());
+  CHECK(st.message() ==
+        "has no CPU samples: sampling was on (100 Hz, a sample per 10.0 ms of a thread's CPU "
+        "time) and no thread used that much");
   ProcResult k = RunProcess({Gotrace(), "pprof", "--kind", "heap", none, "-o", dir.File("n.pb.gz")});
   CHECK(k.Exited(2));
   ProcResult bad = RunProcess({Gotrace(), "pprof", "--kind", "sync", dir.path(), "-o", dir.File("n.pb.gz")});
