@@ -401,8 +401,25 @@ int FinishRun(const GotraceFinishRequest& req) {
     // with the program may take a moment to close theirs: held open is live
     // only if it stays open. (Only then: scanning every process's
     // descriptors was a fifth of a short run's finish.)
+    // A process that was still ending may have written its end (or, having
+    // just made its log, its header) since it was read: each scan of the
+    // open files is followed by a new read of the logs still incomplete.
+    // Read before the scan only, a log its process finished and closed in
+    // between was neither complete nor open: a killed process's, "recovered"
+    // with no exit status (a group SIGTERM of `yes | cat` under load, 4 runs
+    // of 8), or with pid 0 when its header came late.
+    auto reread = [&] {
+      for (size_t i = 0; i < found.size(); ++i) {
+        if (found[i].sum.complete) continue;
+        found[i].sum = LogSummary{};
+        read[i] = SummarizeLog(found[i].log, req.block_threshold_ns, &found[i].sum);
+      }
+    };
     std::set<std::string> open;
-    if (incomplete) open = OpenFiles("", ".gtlog");
+    if (incomplete) {
+      open = OpenFiles("", ".gtlog");
+      reread();
+    }
     for (int tries = 0; tries < 5 && pass == 0 && incomplete; ++tries) {
       bool any = false;
       for (const Item& it : found) {
@@ -414,12 +431,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!any) break;
       usleep(100'000);
       open = OpenFiles("", ".gtlog");
-      // A process that was still ending may have written its end meanwhile.
-      for (size_t i = 0; i < found.size(); ++i) {
-        if (found[i].sum.complete) continue;
-        found[i].sum = LogSummary{};
-        read[i] = SummarizeLog(found[i].log, req.block_threshold_ns, &found[i].sum);
-      }
+      reread();
     }
     std::vector<size_t> jobs;
     for (size_t i = 0; i < found.size(); ++i) {

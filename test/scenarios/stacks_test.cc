@@ -358,11 +358,14 @@ TEST_CASE("stacks: CPU samples in code without frame pointers: every caller by d
     }
     // A stack that stops before the thread's routine (or main) says so:
     // the kernel's chain ends at the first bad frame pointer, the ABI's end
-    // and a stray one alike.
+    // and a stray one alike. (A new thread sampled on its way out of the
+    // kernel, before start_thread, has clone3 alone: its whole stack. With
+    // samples of kernel time, CI saw one.)
     for (const Sample& smp : prof) {
       INFO(Describe({smp}));
       if (smp.frames.empty() || CountWith({smp}, {{"cpu_nofp_worker", ""}}) != 0 ||
-          CountWith({smp}, {{"main", ""}}) != 0)
+          CountWith({smp}, {{"main", ""}}) != 0 ||
+          (smp.frames.size() == 1 && smp.frames[0].func == "clone3"))
         continue;
       CHECK(smp.frames.back().func == "[truncated]");
     }
