@@ -100,6 +100,10 @@ uint64_t g_term_direct_ns[kMaxSignal];
 std::atomic<int> g_fault_sig{0};
 std::atomic<long> g_fault_tid{0};
 std::atomic<uintptr_t> g_fault_frame{0};
+// The thread writing the trace of a crash (CrashFlush), and whether it is
+// done: another thread that faults meanwhile waits for it (AwaitCrashFlush).
+std::atomic<long> g_crash_tid{0};
+std::atomic<bool> g_crash_done{false};
 
 // Whether the caller runs inside the program's handler for a fault (so the
 // process may be in any state), rather than after it jumped out of it.
@@ -1668,12 +1672,37 @@ bool EncodeInChild() {
   return false;
 }
 
+// Problem: two threads that fault at once both reach CrashFlush. The second
+// found the flush taken and went on to the default action at once: the
+// process died of its fault while the first was writing the trace (left a
+// log, said nothing; 6 runs of 6 with four threads faulting together). It
+// now waits for the first to finish, bounded as the encode is. Not the
+// flushing thread itself (a fault inside the flush goes straight on).
+void AwaitCrashFlush() {
+  for (int waited_ms = 0; waited_ms < 65000 && !g_crash_done.load(std::memory_order_seq_cst);
+       ++waited_ms) {
+    const struct timespec one_ms = {0, 1'000'000};
+    sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&one_ms), 0);
+  }
+}
+
 // `in_handler`: the program's own handler for the fault `sig` is ending the
 // process (exit, _exit, exec from the handler).
 void CrashFlush(int sig, bool in_handler) {
   // Once per process: a second fault (also one inside this flush) finds the
   // phase already moved and goes straight to its action.
   Unbind();
+  // The first thread here flushes; another waits until it is done (claimed
+  // before the phase moves: a thread that came between the two went on).
+  const long me = sys::GetTid();
+  long owner = 0;
+  if (!g_crash_tid.compare_exchange_strong(owner, me, std::memory_order_seq_cst) && owner != me) {
+    AwaitCrashFlush();
+    return;
+  }
+  struct Done {
+    ~Done() { g_crash_done.store(true, std::memory_order_seq_cst); }
+  } done;
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst)) {
     // A fork child that recorded nothing, dying of the signal (or ending

@@ -11,6 +11,7 @@
 //     blocked3                           exit() while 3 threads are blocked
 //     crash-segv | crash-abort |         a worker thread crashes (with SIGCHLD
 //     crash-abort-nocldwait              ignored, in the last one)
+//     crash-segv4                        four workers fault at the same moment
 //     kill-self                          1 s of work, then SIGKILL to itself
 //     term-self | sigpipe | term-handled ended by SIGTERM (default action),
 //                                        by writing to a closed pipe, or
@@ -218,9 +219,10 @@ __attribute__((noinline)) static void crash_now(const char* how) {
 }
 
 static const char* crash_how;
+static pthread_barrier_t crash_together;
 static void* crashing_worker(void* a) {
-  (void)a;
   for (int i = 0; i < 20; i++) marker_before_crash();
+  if (a != NULL) pthread_barrier_wait(&crash_together);  // segv4: all at once
   crash_now(crash_how);
   return NULL;
 }
@@ -230,12 +232,17 @@ static int crash_mode(const char* how) {
   // abort-nocldwait: children are reaped by the kernel (SIGCHLD ignored),
   // as in many daemons; the tracer's recovery child must still be waited for.
   if (strstr(how, "-nocldwait") != NULL) signal(SIGCHLD, SIG_IGN);
-  crash_how = how;
   printf("crashing by %s\n", how);
   fflush(stdout);
-  pthread_t t[2];
+  // segv4: four workers fault at the same moment (the second fault must
+  // wait for the first one's trace, not end the process under it).
+  const int together = strcmp(how, "segv4") == 0 ? 4 : 0;
+  crash_how = together ? "segv" : how;
+  if (together) pthread_barrier_init(&crash_together, NULL, together);
+  pthread_t t[5];
   start_busy_worker(&t[0]);
-  pthread_create(&t[1], NULL, crashing_worker, NULL);
+  for (int i = 1; i <= (together ? together : 1); i++)
+    pthread_create(&t[i], NULL, crashing_worker, together ? &crash_together : NULL);
   pthread_join(t[1], NULL);
   return 0;  // not reached
 }

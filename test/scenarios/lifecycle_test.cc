@@ -190,6 +190,22 @@ TEST_CASE("a crash in a worker thread: status as untraced, trace up to the crash
   CHECK(Goroutines(s.parsed).size() == 3);
 }
 
+// Four threads fault at the same moment: the first writes the trace, the
+// others wait for it. (They went on to the default action at once: the
+// process died while the first was writing, leaving a log and no line, in
+// every run.)
+TEST_CASE("four threads crashing at once: one trace, one line, status as untraced",
+          "[lifecycle]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Lifecycle(), "crash-segv4"}, dir);
+  CHECK(s.plain.term_signal == 11);
+  CHECK(s.plain.out == "crashing by segv4\n");
+  CHECK_THAT(s.traced.err, Catch::Contains("the program crashed (signal 11)"));
+  CHECK(TracerLines(s.traced.err).size() == 1);
+  CheckSyncNames(s.trace, "marker_before_crash");
+  CHECK(Goroutines(s.parsed).size() == 6);
+}
+
 TEST_CASE("a crash whose trace name is taken writes a numbered trace, like a normal exit",
           "[lifecycle]") {
   TempDir dir;
