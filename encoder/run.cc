@@ -576,6 +576,19 @@ void ForwardSent(int sig, siginfo_t* info, void*) {
   if (info != nullptr && info->si_code <= 0) Forward(sig);
 }
 
+// Job control: a TSTP sent to us (`kill -TSTP` of our pid; a terminal's ^Z
+// reaches the program itself) is passed on, and we stop too, so that the
+// shell sees the job stopped; a CONT that resumes us resumes the program.
+// (The program kept running while tracewrap was stopped.) A stop signal
+// the program gets twice (a group's and ours) is harmless: a CONT discards
+// the stop signals still pending.
+void ForwardStop(int sig, siginfo_t* info, void*) {
+  const int saved = errno;
+  if (info != nullptr && info->si_code <= 0 && g_child > 0) kill(g_child, sig);
+  kill(getpid(), SIGSTOP);
+  errno = saved;
+}
+
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1202,8 +1215,26 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
     sigaction(o.toggle_signal, &tog, &old_tog);
     sigaddset(&block, o.toggle_signal);
   }
+  struct sigaction old_tstp {}, old_cont {};
+  sigaction(SIGTSTP, nullptr, &old_tstp);
+  sigaction(SIGCONT, nullptr, &old_cont);
+  if (old_tstp.sa_handler != SIG_IGN) {  // ignored (an orphaned group): by the program too
+    struct sigaction stop {};
+    stop.sa_sigaction = ForwardStop;
+    stop.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGTSTP, &stop, nullptr);
+    struct sigaction cont {};
+    cont.sa_handler = Forward;
+    cont.sa_flags = SA_RESTART;
+    sigemptyset(&cont.sa_mask);
+    sigaction(SIGCONT, &cont, nullptr);
+    sigaddset(&block, SIGTSTP);
+    sigaddset(&block, SIGCONT);
+  }
   sigprocmask(SIG_BLOCK, &block, &old_mask);
   const uint64_t start_ns = NowNs();
+  const pid_t launcher = getpid();
   const pid_t child = fork();
   if (child < 0) Die(2, std::string("cannot start the program: ") + strerror(errno));
   if (child == 0) {
@@ -1213,6 +1244,15 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
     for (size_t i = 0; i < std::size(kForwarded); ++i)
       sigaction(kForwarded[i], &old_fwd[i], nullptr);
     if (o.toggle_signal != 0) sigaction(o.toggle_signal, &old_tog, nullptr);
+    sigaction(SIGTSTP, &old_tstp, nullptr);
+    sigaction(SIGCONT, &old_cont, nullptr);
+    // A SIGKILL of our pid alone (a runner that kills the pid it started)
+    // ends the program too, as it would have untraced, where the program
+    // was that pid: the kernel's parent-death signal (this thread, the
+    // main one, lives until the program ends). Kept across its exec; a
+    // set-user-ID program drops it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) raise(SIGKILL);  // killed before the line above
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("GOTRACE_DEFER", marker.c_str(), 1);

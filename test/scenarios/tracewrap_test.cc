@@ -552,6 +552,40 @@ TEST_CASE("tracewrap: a signal sent to the process group reaches the program onc
   }
 }
 
+// Signals no handler can catch, sent to tracewrap's pid alone (a runner
+// that kills or stops the pid it started): untraced they reached the
+// program, which was that pid. A SIGKILL of tracewrap left the program
+// running (reparented to init); a TSTP stopped tracewrap alone.
+TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "[tracewrap]") {
+  TempDir dir;
+  const std::string tw = TracewrapCommand();
+  const std::string find = "for i in $(seq 100); do p=$(pgrep -P $tw -x %s) && break; sleep 0.05; done; ";
+  auto with = [&find](const char* comm) {
+    std::string f = find;
+    f.replace(f.find("%s"), 2, comm);
+    return f;
+  };
+  const ProcResult k = Script(
+      dir, tw + " -q -o " + dir.File("k.trace") + " -- sleep 30 & tw=$!; " + with("sleep") +
+               "kill -9 $tw; wait $tw; "
+               "for i in $(seq 100); do kill -0 $p 2>/dev/null || { echo gone; exit 0; }; "
+               "sleep 0.05; done; kill -9 $p; echo alive");
+  INFO(k.Describe() << "\n" << k.out << k.err);
+  CHECK(k.out == "gone\n");
+  // Stopped with tracewrap (the shell sees the job stopped), resumed by a
+  // CONT of tracewrap: the program ends as untraced.
+  const ProcResult s = Script(
+      dir, tw + " -q -o " + dir.File("s.trace") +
+               " -- sh -c 'i=0; while [ $i -lt 10 ]; do i=$((i+1)); sleep 0.1; done; echo done' "
+               "& tw=$!; " +
+               with("sh") +
+               "sleep 0.2; kill -TSTP $tw; sleep 1.5; "
+               "echo \"$(awk '{print $3}' /proc/$p/stat) $(awk '{print $3}' /proc/$tw/stat)\"; "
+               "kill -CONT $tw; wait $tw; echo status $?");
+  INFO(s.Describe() << "\n" << s.out << s.err);
+  CHECK(s.out == "T T\ndone\nstatus 0\n");
+}
+
 TEST_CASE(
     "tracewrap: started in the background of a script, QUIT and INT sent to it reach the program",
     "[tracewrap]") {
