@@ -62,6 +62,7 @@ constexpr const char* kUsage =
     "      --fast-symbols        system libraries and programs with separate debug files:\n"
     "                            names only\n"
     "  -q, --quiet               no summary line\n"
+    "      --remove-logs         remove the LOGs once the trace is written\n"
     "recover: encode the log of a process that crashed or was killed (encode --lenient):\n"
     "  whatever reached the log is kept, damaged or missing parts are skipped and listed\n"
     "dump: print every record of the logs, one per line\n"
@@ -119,7 +120,7 @@ int CmdEncode(int argc, char** argv, bool recover) {
   EncodeOptions opts;
   opts.model.check = CheckEventsByDefault();
   opts.strict = !recover;
-  bool quiet = false, symbols = true;
+  bool quiet = false, symbols = true, remove_logs = false;
   DwOptions dw;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -154,6 +155,8 @@ int CmdEncode(int argc, char** argv, bool recover) {
       dw.system_dwarf = false;
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
+    } else if (a == "--remove-logs") {
+      remove_logs = true;
     } else if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -174,6 +177,10 @@ int CmdEncode(int argc, char** argv, bool recover) {
   for (const auto& w : stats.warnings) std::fprintf(stderr, "gotrace: warning: %s\n", w.c_str());
   if (!quiet) for (const auto& n : stats.notes) std::fprintf(stderr, "gotrace: note: %s\n", n.c_str());
   if (!st.ok()) return Fail(st.message()), stats.no_events ? kExitNoEvents : 1;
+  // (A crashed process's recovery: its log is gone with the trace written
+  // even if the process was killed while it waited for us.)
+  if (remove_logs)
+    for (const std::string& l : logs) (void)unlink(l.c_str());
   if (!quiet) {
     std::fprintf(stderr, "gotrace: wrote %s (%s, %s, %s) in %.2f s\n", stats.output_path.c_str(),
                  Counted(stats.model.threads, "thread").c_str(),

@@ -1629,9 +1629,12 @@ bool EncodeInChild() {
   // program's GOTRACE_BLOCK_US holds.
   char threshold[24];
   sys::Line(threshold, sizeof threshold).U64(g.config.block_threshold_ns / 1000);
+  // It removes the log itself: a process killed while it waits (a SIGTERM,
+  // then a SIGKILL) left the log beside the trace the encode went on to
+  // write.
   const char* argv[] = {g_gotrace_bin, "recover", "--offline", "--fast-symbols", "--quiet",
-                        "--unique", "--block-threshold-us", threshold, g.log_path, "-o",
-                        g.out_path, nullptr};
+                        "--remove-logs", "--unique", "--block-threshold-us", threshold,
+                        g.log_path, "-o", g.out_path, nullptr};
   const char* envp[] = {"GOTRACE_DISABLE=1", nullptr};
   // No exit signal: the program gets no SIGCHLD for a child it never made
   // (__WALL waits for such a child). And SIGCHLD at its default while we

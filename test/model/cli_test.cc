@@ -54,6 +54,25 @@ void ExpectCleanFailure(const ProcResult& r, const std::string& out, const std::
   CHECK_FALSE(Exists(out));
 }
 
+// A crashed process's recovery runs `gotrace recover --remove-logs`: the
+// log goes with the trace written, even if the process that asked was
+// killed meanwhile; a failed encode keeps it.
+TEST_CASE("gotrace recover --remove-logs removes the log once the trace is written", "[cli]") {
+  TempDir dir;
+  const std::string log = MakeLog(dir);
+  const std::string out = dir.File("app.trace");
+  ProcResult r = RunProcess({kGotrace, "recover", "--remove-logs", log, "-o", out});
+  INFO(r.Describe() << " " << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(access(out.c_str(), F_OK) == 0);
+  CHECK(access(log.c_str(), F_OK) != 0);
+  // The output's directory is missing: nothing written, the log stays.
+  const std::string again = MakeLog(dir);
+  r = RunProcess({kGotrace, "recover", "--remove-logs", again, "-o", dir.File("no/such.trace")});
+  CHECK_FALSE(r.Exited(0));
+  CHECK(access(again.c_str(), F_OK) == 0);
+}
+
 TEST_CASE("gotrace encode writes a valid trace and says so in one line", "[cli]") {
   TempDir dir;
   const std::string log = MakeLog(dir);
