@@ -163,15 +163,40 @@ inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
   return h != 0 ? h : 4;
 }
 
-// A program's key: FNV-1a of its executable's path alone (as exec'd), set
-// apart from LearnKey's; its low four bits are the state's; never 0. The
-// loop's `sed -n "s/alpha/A$i/p" data.txt` is a new command every time, and
-// the same small program.
-inline uint64_t ProgramKey(const char* exe) {
+// Whether an argv[1] reads as a multi-call program's subcommand (`git
+// fetch`, `docker build`, `cargo test`): a word of 2 to 32 lowercase
+// letters, digits and hyphens that begins with a letter. (The caller also
+// asks that no file of that name be there: `ls src` and `sha256sum s1` name
+// files, not subcommands.)
+inline bool SubcommandWord(const char* s) {
+  if (s == nullptr || s[0] < 'a' || s[0] > 'z') return false;
+  size_t n = 0;
+  for (; s[n] != '\0'; ++n) {
+    const char c = s[n];
+    if (n >= 32 || !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return n >= 2;
+}
+
+// A program's key: FNV-1a of its executable's path (as exec'd) and, for a
+// multi-call program, its subcommand (SubcommandWord), set apart from
+// LearnKey's; its low four bits are the state's; never 0. The loop's `sed
+// -n "s/alpha/A$i/p" data.txt` is a new command every time, and the same
+// small program. `git rev-parse`, `git status` and `git log` are three
+// programs: learned quiet as one, they left `git fetch` and `git gc` (and
+// every process they start) untraced and unlisted.
+inline uint64_t ProgramKey(const char* exe, const char* subcommand = nullptr) {
   uint64_t h = 0x84222325cbf29ce4ull;
   for (const char* p = exe; p != nullptr && *p != '\0'; ++p) {
     h ^= static_cast<uint8_t>(*p);
     h *= 0x100000001b3ull;
+  }
+  if (subcommand != nullptr) {
+    h *= 0x100000001b3ull;  // the NUL
+    for (const char* p = subcommand; *p != '\0'; ++p) {
+      h ^= static_cast<uint8_t>(*p);
+      h *= 0x100000001b3ull;
+    }
   }
   h &= ~kProgramStateMask;
   return h != 0 ? h : 16;
