@@ -41,6 +41,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1345,9 +1346,80 @@ struct linux_dirent64_view {
 };
 
 
+// Problem: a thread blocked in the kernel when a window begins, in a wait
+// no hook of ours recorded (the service was paused: every wait began
+// unrecorded), had no stack in the window: its block read "(no stack)".
+// The kernel says where it entered the system call (/proc's syscall file:
+// its stack pointer and PC), and its stack is ours to read: a copy of its
+// top (process_vm_readv on ourselves: a page that is gone reads short, it
+// does not fault) is walked by its unwind tables. Without its frame
+// pointer (not in that file) the walk stops at the first frame that needs
+// it, marked truncated. Fills pcs and the stand-in's stack; false if not.
+GT_LARGE_BSS uint8_t g_parked_copy[32 << 10];  // one window's start at a time (WindowOp)
+bool UnwindKernelParked(const char* syscall_line, StandInThread* t, uint64_t* pcs) {
+  if (g.config.unwind == UnwindMode::kNone || g.config.unwind == UnwindMode::kFp ||
+      !unwind::CfiSupported())
+    return false;
+  // "nr a1 a2 a3 a4 a5 a6 sp pc": the last two of nine fields.
+  const char* f[9] = {};
+  size_t n = 0;
+  for (const char* p = syscall_line; *p != '\0' && *p != '\n' && n < 9;) {
+    while (*p == ' ') ++p;
+    if (*p == '\0' || *p == '\n') break;
+    f[n++] = p;
+    while (*p != ' ' && *p != '\0' && *p != '\n') ++p;
+  }
+  if (n != 9) return false;
+  auto hex = [](const char* p, uintptr_t* out) {
+    if (p[0] != '0' || p[1] != 'x') return false;
+    uintptr_t v = 0;
+    size_t d = 0;
+    for (p += 2; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); ++p, ++d)
+      v = v * 16 + static_cast<uintptr_t>(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+    *out = v;
+    return d > 0 && d <= 16;
+  };
+  unwind::Regs regs;
+  if (!hex(f[7], &regs.sp) || !hex(f[8], &regs.pc) || regs.sp == 0 || regs.pc == 0) return false;
+  regs.fp_valid = false;
+  struct iovec local {g_parked_copy, sizeof g_parked_copy};
+  struct iovec remote {reinterpret_cast<void*>(regs.sp), sizeof g_parked_copy};
+  const long got = sys::Syscall6(SYS_process_vm_readv, sys::GetPid(), reinterpret_cast<long>(&local),
+                                 1, reinterpret_cast<long>(&remote), 1, 0);
+  if (got < 64) return false;
+  const unwind::FpBounds b{regs.sp, regs.sp + static_cast<uintptr_t>(got) / 8 * 8, g_parked_copy};
+  unwind::WalkResult wr =
+      unwind::Walk(unwind::ProcessUnwind(), unwind::WalkMode::kAuto, regs, b, pcs, g.config.depth);
+  if (wr.n == 0 && wr.end == unwind::WalkEnd::kNotCode) {
+    // The first window of a paused process: the unwinder's map of the code
+    // is made when the window's log starts, after the stand-ins.
+    {
+      ProcLock lock;
+      unwind::ProcessCode().Update(false);
+    }
+    wr = unwind::Walk(unwind::ProcessUnwind(), unwind::WalkMode::kAuto, regs, b, pcs,
+                      g.config.depth);
+  }
+  size_t k = 0;
+  for (size_t j = 0; j < wr.n; ++j)
+    if (!OwnPc(pcs[j])) pcs[k++] = pcs[j];
+  if (k == 0) return false;
+  const uint32_t epoch =
+      g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
+  bool fresh = false;
+  t->wait_stack = InternStack(pcs, k, epoch, &fresh);
+  if (fresh) {
+    t->stack_pcs = pcs;
+    t->stack_n = k;
+    t->stack_epoch = epoch;
+  }
+  return t->wait_stack != 0;
+}
+
 // What a thread with no wait of ours published is blocked in, as the kernel
-// says (its state and current system call): none if it is running.
-void KernelWaitOf(uint32_t tid, StandInThread* t) {
+// says (its state and current system call, and where it made it): none if
+// it is running.
+void KernelWaitOf(uint32_t tid, StandInThread* t, uint64_t* pcs) {
   char stat[512];
   if (ReadTaskFile(tid, "stat", stat, sizeof stat) == 0) return;
   const char* p = stat;
@@ -1355,8 +1427,11 @@ void KernelWaitOf(uint32_t tid, StandInThread* t) {
     if (*q == ')') p = q;  // the name may hold anything but ends at the last ')'
   if (p[0] != ')' || p[1] != ' ' || (p[2] != 'S' && p[2] != 'D')) return;
   char sc[256];
+  char sc_line[256];
+  sc_line[0] = '\0';
   uint64_t nr = ~uint64_t{0};
   if (ReadTaskFile(tid, "syscall", sc, sizeof sc) > 0) {
+    std::memcpy(sc_line, sc, sizeof sc_line);
     size_t i = 0;
     while (sc[i] >= '0' && sc[i] <= '9') ++i;
     sc[i] = '\0';
@@ -1375,6 +1450,7 @@ void KernelWaitOf(uint32_t tid, StandInThread* t) {
   }
   t->wait_kind = static_cast<uint32_t>(kind);
   t->wait_aux = nr == ~uint64_t{0} ? 0 : nr;
+  if (nr != ~uint64_t{0}) (void)UnwindKernelParked(sc_line, t, pcs);
 }
 
 // Every thread alive now (but the tracer's own) gets its stand-in stream in
@@ -1441,7 +1517,7 @@ void WriteStandIns() {
           t.wait_stack = stack;
         }
       }
-      if (t.wait_kind == 0) KernelWaitOf(tid, &t);
+      if (t.wait_kind == 0) KernelWaitOf(tid, &t, pcs);
       if (!WriteStandIn(t)) continue;
       // Its CPU time so far: the window shows what it used within it.
       const uint64_t ns = ThreadCpuNs(tid);

@@ -239,6 +239,35 @@ TEST_CASE("windows: a paused service traced in windows, each holding only its ow
     CheckGoroutineGroups(dir.File(w), {{"main", 1}, {"blocker", 1}, {"worker", 2}});
 }
 
+// A paused service's threads block in waits no hook recorded (nothing is
+// recorded while paused): at the first window's start they had no stack,
+// and their block read "(no stack)", kind sync. The kernel says where each
+// entered its system call: the blocker's stand-in has its stack, walked from
+// there, and its kind from the call (futex).
+TEST_CASE("windows: a thread blocked since before the first window has the stack it blocked at",
+          "[windows]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  Service srv({Scenario("window_server")}, PausedEnv(env, dir.File("k.trace")), dir.path());
+  AwaitChannel(srv.pid(), env);
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(Ctl(srv.pid(), "start", env).Exited(0));
+  std::this_thread::sleep_for(400ms);
+  REQUIRE(Ctl(srv.pid(), "stop", env).Exited(0));
+  CHECK(WIFEXITED(srv.Finish()));
+  const ProcResult rep = RunProcess({Gotrace(), "report", dir.File("k.trace.w1")});
+  INFO(rep.out << rep.err);
+  REQUIRE(rep.Exited(0));
+  // The site of the blocker's condition wait: "N. futex ..." and its frames.
+  const size_t at = rep.out.find("pthread_cond_wait");
+  REQUIRE(at != std::string::npos);
+  const size_t site = rep.out.rfind(". ", at);
+  REQUIRE(site != std::string::npos);
+  CHECK(rep.out.compare(site + 2, 5, "futex") == 0);
+  const size_t next = rep.out.find(". ", at);
+  CHECK(rep.out.substr(at, next - at).find("blocker") != std::string::npos);
+}
+
 TEST_CASE("windows: what the kernel dropped while paused is not the window's loss", "[windows]") {
   // The kernel's rings are not read while recording is paused: they fill,
   // and the kernel says how much it dropped once there is room again, which
