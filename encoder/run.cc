@@ -1215,7 +1215,8 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
     sigaction(o.toggle_signal, &tog, &old_tog);
     sigaddset(&block, o.toggle_signal);
   }
-  struct sigaction old_tstp {}, old_cont {};
+  struct sigaction old_tstp = {};
+  struct sigaction old_cont = {};
   sigaction(SIGTSTP, nullptr, &old_tstp);
   sigaction(SIGCONT, nullptr, &old_cont);
   if (old_tstp.sa_handler != SIG_IGN) {  // ignored (an orphaned group): by the program too

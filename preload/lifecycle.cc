@@ -1345,7 +1345,6 @@ struct linux_dirent64_view {
   char name[1];
 };
 
-
 // Problem: a thread blocked in the kernel when a window begins, in a wait
 // no hook of ours recorded (the service was paused: every wait began
 // unrecorded), had no stack in the window: its block read "(no stack)".
@@ -1382,10 +1381,11 @@ bool UnwindKernelParked(const char* syscall_line, StandInThread* t, uint64_t* pc
   unwind::Regs regs;
   if (!hex(f[7], &regs.sp) || !hex(f[8], &regs.pc) || regs.sp == 0 || regs.pc == 0) return false;
   regs.fp_valid = false;
-  struct iovec local {g_parked_copy, sizeof g_parked_copy};
-  struct iovec remote {reinterpret_cast<void*>(regs.sp), sizeof g_parked_copy};
-  const long got = sys::Syscall6(SYS_process_vm_readv, sys::GetPid(), reinterpret_cast<long>(&local),
-                                 1, reinterpret_cast<long>(&remote), 1, 0);
+  struct iovec local = {g_parked_copy, sizeof g_parked_copy};
+  struct iovec remote = {reinterpret_cast<void*>(regs.sp), sizeof g_parked_copy};
+  const long got =
+      sys::Syscall6(SYS_process_vm_readv, sys::GetPid(), reinterpret_cast<long>(&local), 1,
+                    reinterpret_cast<long>(&remote), 1, 0);
   if (got < 64) return false;
   const unwind::FpBounds b{regs.sp, regs.sp + static_cast<uintptr_t>(got) / 8 * 8, g_parked_copy};
   unwind::WalkResult wr =
@@ -1719,9 +1719,10 @@ bool EncodeInChild() {
   // It removes the log itself: a process killed while it waits (a SIGTERM,
   // then a SIGKILL) left the log beside the trace the encode went on to
   // write.
-  const char* argv[] = {g_gotrace_bin, "recover", "--offline", "--fast-symbols", "--quiet",
-                        "--remove-logs", "--unique", "--block-threshold-us", threshold,
-                        g.log_path, "-o", g.out_path, nullptr};
+  const char* argv[] = {g_gotrace_bin, "recover",       "--offline", "--fast-symbols",
+                        "--quiet",     "--remove-logs", "--unique",  "--block-threshold-us",
+                        threshold,     g.log_path,      "-o",        g.out_path,
+                        nullptr};
   const char* envp[] = {"GOTRACE_DISABLE=1", nullptr};
   // No exit signal: the program gets no SIGCHLD for a child it never made
   // (__WALL waits for such a child). And SIGCHLD at its default while we

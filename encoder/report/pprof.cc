@@ -62,7 +62,8 @@ uint64_t SampledHz(const Trace& trace) {
     if (s.rfind("gotrace-meta:v1 ", 0) != 0 || s.find(" sched=kernel") == std::string::npos)
       continue;
     const size_t at = s.find(" cpu_hz=");
-    if (at != std::string::npos) best = std::max<uint64_t>(best, std::strtoull(s.c_str() + at + 8, nullptr, 10));
+    if (at != std::string::npos)
+      best = std::max<uint64_t>(best, std::strtoull(s.c_str() + at + 8, nullptr, 10));
   }
   return best;
 }
@@ -99,8 +100,9 @@ Status ComputeProfile(const Trace& trace, const std::string& kind, Profile* out)
     if (samples == 0) {
       const uint64_t hz = SampledHz(trace);
       if (hz == 0)
-        return Status::Error("has no CPU samples (the kernel's sampling was off or unavailable "
-                             "when it was recorded)");
+        return Status::Error(
+            "has no CPU samples (the kernel's sampling was off or unavailable "
+            "when it was recorded)");
       // Sampling was on: nothing ran long enough for a sample.
       return Status::Error("has no CPU samples: sampling was on (" + std::to_string(hz) +
                            " Hz, a sample per " +

@@ -168,9 +168,8 @@ TEST_CASE("text report: long thread names keep their tids and the counts in wake
   const std::string text = report::FormatText({r}, 10);
   const size_t at = text.find("Top wakers");
   REQUIRE(at != std::string::npos);
-  const std::string line = text.substr(text.find('\n', at) + 1,
-                                       text.find('\n', text.find('\n', at) + 1) -
-                                           text.find('\n', at) - 1);
+  const std::string line = text.substr(
+      text.find('\n', at) + 1, text.find('\n', text.find('\n', at) + 1) - text.find('\n', at) - 1);
   INFO(line);
   CHECK(line.find("(11) -> ") != std::string::npos);
   CHECK(line.find("(10): 1234567, 3.1 ms") != std::string::npos);

@@ -194,8 +194,7 @@ TEST_CASE("a crash in a worker thread: status as untraced, trace up to the crash
 // others wait for it. (They went on to the default action at once: the
 // process died while the first was writing, leaving a log and no line, in
 // every run.)
-TEST_CASE("four threads crashing at once: one trace, one line, status as untraced",
-          "[lifecycle]") {
+TEST_CASE("four threads crashing at once: one trace, one line, status as untraced", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "crash-segv4"}, dir);
   CHECK(s.plain.term_signal == 11);

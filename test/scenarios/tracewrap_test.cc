@@ -559,17 +559,18 @@ TEST_CASE("tracewrap: a signal sent to the process group reaches the program onc
 TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "[tracewrap]") {
   TempDir dir;
   const std::string tw = TracewrapCommand();
-  const std::string find = "for i in $(seq 100); do p=$(pgrep -P $tw -x %s) && break; sleep 0.05; done; ";
+  const std::string find =
+      "for i in $(seq 100); do p=$(pgrep -P $tw -x %s) && break; sleep 0.05; done; ";
   auto with = [&find](const char* comm) {
     std::string f = find;
     f.replace(f.find("%s"), 2, comm);
     return f;
   };
-  const ProcResult k = Script(
-      dir, tw + " -q -o " + dir.File("k.trace") + " -- sleep 30 & tw=$!; " + with("sleep") +
-               "kill -9 $tw; wait $tw; "
-               "for i in $(seq 100); do kill -0 $p 2>/dev/null || { echo gone; exit 0; }; "
-               "sleep 0.05; done; kill -9 $p; echo alive");
+  const ProcResult k =
+      Script(dir, tw + " -q -o " + dir.File("k.trace") + " -- sleep 30 & tw=$!; " + with("sleep") +
+                      "kill -9 $tw; wait $tw; "
+                      "for i in $(seq 100); do kill -0 $p 2>/dev/null || { echo gone; exit 0; }; "
+                      "sleep 0.05; done; kill -9 $p; echo alive");
   INFO(k.Describe() << "\n" << k.out << k.err);
   CHECK(k.out == "gone\n");
   // Stopped with tracewrap (the shell sees the job stopped), resumed by a
