@@ -168,6 +168,18 @@ bool BlockedFromStart(const ParsedTrace& t, uint64_t g) {
   return false;
 }
 
+// The line of `gotrace report TRACE` under the thread named `name`: its
+// shares ("running 0.0% (1), runnable 0.1% (2), cond 99.9% (2)").
+std::string ReportShares(const std::string& trace, const std::string& name) {
+  const ProcResult rep = RunProcess({Gotrace(), "report", trace});
+  INFO(rep.out << rep.err);
+  REQUIRE(rep.Exited(0));
+  const size_t at = rep.out.find(name + " (tid ");
+  REQUIRE(at != std::string::npos);
+  const size_t line = rep.out.find('\n', at) + 1;
+  return rep.out.substr(line, rep.out.find('\n', line) - line);
+}
+
 TEST_CASE("windows: a paused service traced in windows, each holding only its own time",
           "[windows]") {
   TempDir dir;
@@ -599,13 +611,7 @@ TEST_CASE("flight recorder: each snapshot holds about the last span, not the run
   // So is the blocker, in a condition wait since the start: its switch-out
   // went with the dropped chunks, and with the kernel's timeline it read
   // runnable all along.
-  const ProcResult rep = RunProcess({Gotrace(), "report", dir.File("f.trace")});
-  INFO(rep.out << rep.err);
-  REQUIRE(rep.Exited(0));
-  const size_t at = rep.out.find("blocker (tid ");
-  REQUIRE(at != std::string::npos);
-  const size_t line = rep.out.find('\n', at) + 1;
-  const std::string shares = rep.out.substr(line, rep.out.find('\n', line) - line);
+  const std::string shares = ReportShares(dir.File("f.trace"), "blocker");
   INFO(shares);
   CHECK(
       (shares.find("cond 9") != std::string::npos || shares.find("cond 100") != std::string::npos));
@@ -654,13 +660,7 @@ TEST_CASE("windows: a window or flight snapshot of an idle process lasts until i
     REQUIRE(!t.events.empty());
     CHECK(static_cast<double>(t.events.back().ts) / 1e9 > 1.2);
     // The report counts the wait to the end: cat blocked in its read.
-    const ProcResult rep = RunProcess({Gotrace(), "report", path});
-    INFO(rep.out << rep.err);
-    REQUIRE(rep.Exited(0));
-    const size_t at = rep.out.find("cat (tid ");
-    REQUIRE(at != std::string::npos);
-    const size_t line = rep.out.find('\n', at) + 1;
-    const std::string shares = rep.out.substr(line, rep.out.find('\n', line) - line);
+    const std::string shares = ReportShares(path, "cat");
     INFO(shares);
     // "running 0.0% (1), runnable 0.1% (2), io 99.9% (2)": blocked nearly
     // all along (before, the shares were of the few ms the trace lasted).
