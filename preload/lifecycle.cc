@@ -1769,8 +1769,12 @@ bool EncodeInChild() {
 // log, said nothing; 6 runs of 6 with four threads faulting together). It
 // now waits for the first to finish, bounded as the encode is. Not the
 // flushing thread itself (a fault inside the flush goes straight on).
-void AwaitCrashFlush() {
-  for (int waited_ms = 0; waited_ms < 65000 && !g_crash_done.load(std::memory_order_seq_cst);
+// (Only while that thread lives in this process: not in a fork child that
+// inherited the claim, nor after the flushing thread itself died.)
+void AwaitCrashFlush(long owner) {
+  const long pid = sys::GetPid();
+  for (int waited_ms = 0; waited_ms < 65000 && !g_crash_done.load(std::memory_order_seq_cst) &&
+                          sys::Syscall6(SYS_tgkill, pid, owner, 0) == 0;
        ++waited_ms) {
     const struct timespec one_ms = {0, 1'000'000};
     sys::Syscall6(SYS_nanosleep, reinterpret_cast<long>(&one_ms), 0);
@@ -1788,7 +1792,7 @@ void CrashFlush(int sig, bool in_handler) {
   const long me = sys::GetTid();
   long owner = 0;
   if (!g_crash_tid.compare_exchange_strong(owner, me, std::memory_order_seq_cst) && owner != me) {
-    AwaitCrashFlush();
+    AwaitCrashFlush(owner);
     return;
   }
   struct Done {
