@@ -163,40 +163,58 @@ inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
   return h != 0 ? h : 4;
 }
 
-// Whether an argv[1] reads as a multi-call program's subcommand (`git
-// fetch`, `docker build`, `cargo test`): a word of 2 to 32 lowercase
-// letters, digits and hyphens that begins with a letter. (The caller also
-// asks that no file of that name be there: `ls src` and `sha256sum s1` name
-// files, not subcommands.)
-inline bool SubcommandWord(const char* s) {
-  if (s == nullptr || s[0] < 'a' || s[0] > 'z') return false;
-  size_t n = 0;
-  for (; s[n] != '\0'; ++n) {
-    const char c = s[n];
-    if (n >= 32 || !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+// Whether a program may be learned quiet as a program, whatever its
+// arguments (its key, ProgramKey): only the utilities that never run
+// another program (sed, grep, cut, sha256sum, ...), by the basename of
+// the path it is exec'd by. Learned as a program after three quiet
+// commands, a program runs later commands without the library, and what
+// they start is neither traced nor listed: `sh -c 'echo step'` three times
+// left `sh -c 'cd sub && make'` and its whole build out of the index;
+// three quiet `git add` the `git gc` that runs repack and pack-objects;
+// `find` the `find -exec gcc`. Any other program is learned by its
+// commands only (the same arguments, twice quiet). Excluded on purpose:
+// shells and interpreters, env, nice, nohup, timeout, stdbuf, xargs, find,
+// make, tar (-z runs gzip), install (-s runs strip), awk (system()), git.
+inline bool LeafProgram(const char* exe) {
+  static constexpr const char* kLeaves[] = {
+      "[",         "b2sum",     "base32",    "base64",    "basename",  "bzip2",
+      "cat",       "chgrp",     "chmod",     "chown",     "cksum",     "cmp",
+      "column",    "comm",      "cp",        "csplit",    "cut",       "date",
+      "dd",        "df",        "diff",      "dirname",   "du",        "echo",
+      "egrep",     "expand",    "expr",      "factor",    "false",     "fgrep",
+      "file",      "fmt",       "fold",      "getent",    "grep",      "gzip",
+      "head",      "hexdump",   "hostname",  "iconv",     "id",        "jq",
+      "join",      "link",      "ln",        "ls",        "md5sum",    "mkdir",
+      "mkfifo",    "mknod",     "mktemp",    "mv",        "nl",        "nproc",
+      "numfmt",    "od",        "paste",     "pathchk",   "pr",        "printenv",
+      "printf",    "pwd",       "readlink",  "realpath",  "rm",        "rmdir",
+      "sed",       "seq",       "sha1sum",   "sha224sum", "sha256sum", "sha384sum",
+      "sha512sum", "shuf",      "sleep",     "sort",      "split",     "stat",
+      "sum",       "sync",      "tac",       "tail",      "tee",       "test",
+      "touch",     "tr",        "true",      "truncate",  "tsort",     "tty",
+      "uname",     "unexpand",  "uniq",      "unlink",    "wc",        "whoami",
+      "xxd",       "xz",        "yes",       "zstd"};
+  if (exe == nullptr) return false;
+  const char* base = exe;
+  for (const char* p = exe; *p != '\0'; ++p)
+    if (*p == '/') base = p + 1;
+  for (const char* leaf : kLeaves) {
+    size_t i = 0;
+    while (leaf[i] != '\0' && leaf[i] == base[i]) ++i;
+    if (leaf[i] == '\0' && base[i] == '\0') return true;
   }
-  return n >= 2;
+  return false;
 }
 
-// A program's key: FNV-1a of its executable's path (as exec'd) and, for a
-// multi-call program, its subcommand (SubcommandWord), set apart from
-// LearnKey's; its low four bits are the state's; never 0. The loop's `sed
-// -n "s/alpha/A$i/p" data.txt` is a new command every time, and the same
-// small program. `git rev-parse`, `git status` and `git log` are three
-// programs: learned quiet as one, they left `git fetch` and `git gc` (and
-// every process they start) untraced and unlisted.
-inline uint64_t ProgramKey(const char* exe, const char* subcommand = nullptr) {
+// A program's key: FNV-1a of its executable's path alone (as exec'd), set
+// apart from LearnKey's; its low four bits are the state's; never 0. The
+// loop's `sed -n "s/alpha/A$i/p" data.txt` is a new command every time, and
+// the same small program (a LeafProgram).
+inline uint64_t ProgramKey(const char* exe) {
   uint64_t h = 0x84222325cbf29ce4ull;
   for (const char* p = exe; p != nullptr && *p != '\0'; ++p) {
     h ^= static_cast<uint8_t>(*p);
     h *= 0x100000001b3ull;
-  }
-  if (subcommand != nullptr) {
-    h *= 0x100000001b3ull;  // the NUL
-    for (const char* p = subcommand; *p != '\0'; ++p) {
-      h ^= static_cast<uint8_t>(*p);
-      h *= 0x100000001b3ull;
-    }
   }
   h &= ~kProgramStateMask;
   return h != 0 ? h : 16;

@@ -498,17 +498,6 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
 // Recording ends in this log: hooks pass through from now on.
 void Unbind() { g.bind.store(0, std::memory_order_seq_cst); }
 
-// A multi-call program's subcommand in an exec's arguments (log::ProgramKey):
-// argv[1] when it reads as one and names no file in the working directory.
-// The exec'er asks before the exec, the program at its start: the same
-// directory, the same answer.
-GT_ALWAYS_INLINE const char* Subcommand(char* const* argv) {
-  if (argv == nullptr || argv[0] == nullptr || !log::SubcommandWord(argv[1])) return nullptr;
-  if (sys::Syscall6(SYS_faccessat, AT_FDCWD, reinterpret_cast<long>(argv[1]), F_OK, 0) == 0)
-    return nullptr;
-  return argv[1];
-}
-
 // The executable as it was run (AT_EXECFN, against the start directory if
 // relative: a script's own path, not its interpreter's), also the learn
 // table's key (preload/learn.h): /proc/self/exe's first reading costs a new
@@ -535,7 +524,7 @@ void NoteLearned(log::LearnState state) {
     char exe[kExecPathMax];
     ExecPath(exe, sizeof exe);
     key = log::LearnKey(g.cwd, exe, nullptr);
-    program = log::ProgramKey(exe);
+    program = log::LeafProgram(exe) ? log::ProgramKey(exe) : 0;
   }
   // Small: a quiet end's CPU time (its process's, since the fork that made
   // it) under log::kLearnSmallCpuNs.
@@ -550,7 +539,7 @@ void NoteOwnCommand(char* const* argv) {
   char exe[kExecPathMax];
   ExecPath(exe, sizeof exe);
   g.learn_key = log::LearnKey(g.cwd, exe, argv);
-  g.learn_program = log::ProgramKey(exe, Subcommand(argv));
+  g.learn_program = log::LeafProgram(exe) ? log::ProgramKey(exe) : 0;
 }
 
 void NoteReapedBusy(long pid) {
@@ -2771,7 +2760,7 @@ bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who, ExecFd
   char cwd[sizeof g.cwd];
   if (sys::Getcwd(cwd, sizeof cwd) <= 0) return false;
   who->key = log::LearnKey(cwd, path, argv);
-  who->program = log::ProgramKey(path, Subcommand(argv));
+  who->program = log::LeafProgram(path) ? log::ProgramKey(path) : 0;
   return learn::Quiet(g.config.learn_path, who->key, who->program,
                       kept != nullptr ? &kept->learn : nullptr);
 }

@@ -377,8 +377,7 @@ TEST_CASE(
       "/usr/bin/sha256sum s1 >/dev/null\n"
       "/usr/bin/sha256sum big >/dev/null\n"
       // echo with four other argument lists: the fourth is not traced.
-      // (Numbers: a word would read as a subcommand, each its own program.)
-      "for i in 1 2 3 4; do /bin/echo $i >/dev/null; done\n"
+      "for i in 1 2 3 4; do /bin/echo n$i >/dev/null; done\n"
       // The same, reaped by a SIGCHLD handler while its process waits in a
       // hook (bash does so for command substitutions, often while its read
       // of the pipe is in ours).
@@ -401,8 +400,8 @@ TEST_CASE(
   }
   // The second big one was traced, and busy: a trace with its CPU samples.
   CHECK_THAT(rows[5], Catch::Contains("\"quiet\": false"));
-  CHECK(Rows(index, "\"/bin/echo\", \"") == std::pair<size_t, size_t>{4, 1});
-  CHECK(Rows(index, "\"/bin/echo\", \"4\"]") == std::pair<size_t, size_t>{1, 1});
+  CHECK(Rows(index, "\"/bin/echo\", \"n") == std::pair<size_t, size_t>{4, 1});
+  CHECK(Rows(index, "\"/bin/echo\", \"n4\"]") == std::pair<size_t, size_t>{1, 1});
   const std::vector<std::string> md5 = IndexRows(index, "\"/usr/bin/md5sum\"");
   REQUIRE(md5.size() == 5);
   for (size_t i = 0; i < 5; ++i) {
@@ -413,19 +412,21 @@ TEST_CASE(
   CHECK(Occurrences(r.out, "reaped exit 0\n") == 5);
 }
 
-// A multi-call program's subcommands are programs of their own: three
-// quiet `git config` commands teach nothing of `git gc`, which runs others
-// (pack-refs, reflog, repack, ...): traced, and its children listed. (git
-// learned as one program after three quiet commands ran `git gc` untraced,
-// its children neither traced nor listed.) A word that names a file is an
-// argument: `cat two` after `cat one`, `cat two`, `cat three` (files) is
-// the fourth command of one program, not traced.
-TEST_CASE("learned quiet: a multi-call program's subcommands are learned apart", "[run]") {
+// Only utilities that never run another program are learned as programs:
+// any other is learned by its commands alone (the same arguments, quiet
+// twice). Learned as programs, three quiet `sh -c` left the fourth, which
+// ran a build, untraced with its whole tree out of the index; three quiet
+// `git config` the `git gc` that runs pack-refs and repack. cat, a leaf,
+// is learned after three files: `cat two` again is not traced.
+TEST_CASE("learned quiet: only utilities that run no other program are learned as programs",
+          "[run]") {
   TempDir dir;
   const std::string script =
       "set -e\n"
+      "for k in 1 2 3; do /bin/sh -c \"echo step $k\"; done\n"
+      "/bin/sh -c '/bin/true; /bin/true'\n"
       "git init -q repo && cd repo\n"
-      "for k in a b c d; do /usr/bin/git config x.$k 1; done\n"
+      "for k in a b c; do /usr/bin/git config x.$k 1; done\n"
       "/usr/bin/git -c user.name=t -c user.email=t@x commit -q --allow-empty -m m\n"
       "/usr/bin/git gc --quiet\n"
       "for f in one two three; do echo $f > $f; /bin/cat $f >/dev/null; done\n"
@@ -435,10 +436,11 @@ TEST_CASE("learned quiet: a multi-call program's subcommands are learned apart",
   REQUIRE(r.Exited(0));
   const std::string index = Slurp(dir.File("g.trace.index.json"));
   INFO(index);
-  // The fourth `git config` is not traced (its subcommand learned quiet).
-  CHECK(Rows(index, "\"/usr/bin/git\", \"config\"") == std::pair<size_t, size_t>{4, 1});
+  CHECK(Rows(index, "\"/bin/sh\", \"-c\", \"/bin/true; /bin/true\"]") ==
+        std::pair<size_t, size_t>{1, 0});
+  CHECK(Rows(index, "\"/bin/true\"]").first == 2);  // the fourth sh's children, listed
+  CHECK(Rows(index, "\"/usr/bin/git\", \"config\"") == std::pair<size_t, size_t>{3, 0});
   CHECK(Rows(index, "\"/usr/bin/git\", \"gc\"") == std::pair<size_t, size_t>{1, 0});
-  // Its children are in the index.
   CHECK(Rows(index, "\"/usr/lib/git-core/git\", \"pack-refs\"").first == 1);
   CHECK(Rows(index, "\"/usr/lib/git-core/git\", \"repack\"").first == 1);
   CHECK(Rows(index, "\"/bin/cat\", \"two\"]") == std::pair<size_t, size_t>{2, 1});
