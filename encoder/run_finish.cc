@@ -795,9 +795,11 @@ int FinishRun(const GotraceFinishRequest& req) {
       // `sh -c 'exec env true'` is one process, three images).
       std::set<uint32_t> pids;
       for (const Item* it : procs) pids.insert(it->sum.pid);
+      // The counts that follow are of program images (an exec'd image is
+      // traced or not on its own): "3 processes ran, 5 program images: ...".
       const std::string images = pids.size() == procs.size()
                                      ? ""
-                                     : " (" + std::to_string(procs.size()) + " program images)";
+                                     : ", " + std::to_string(procs.size()) + " program images";
       std::fprintf(stderr,
                    "%s: %zu processes ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
                    prog, pids.size(), images.c_str(), traces, quiet, not_traced.c_str(),

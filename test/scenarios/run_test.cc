@@ -794,7 +794,7 @@ TEST_CASE("the summary counts processes, and their images apart", "[run]") {
                             dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
-  CHECK_THAT(r.err, Catch::Contains("3 processes ran (5 program images): "));
+  CHECK_THAT(r.err, Catch::Contains("3 processes ran, 5 program images: "));
 }
 
 TEST_CASE("a worker forked without exec is listed by its command line as it rewrote it", "[run]") {
