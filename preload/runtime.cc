@@ -248,6 +248,7 @@ void FreeRec(ThreadRec* r) {
 // a SIGBUS in a thread writing its mapped slot.
 
 std::atomic_flag g_grow_lock = ATOMIC_FLAG_INIT;
+std::atomic<long> g_grow_owner{0};  // the thread holding g_grow_lock
 
 void StopRecording(const char* why) {
   if (g.stopped.exchange(true, std::memory_order_acq_rel)) return;
@@ -259,8 +260,18 @@ void StopRecording(const char* why) {
 }
 
 // Makes the file long enough for `need` slots, with blocks allocated.
+//
+// Problem: a termination signal that arrives while this thread grows the
+// file runs the trace's final flush, which may need a slot in turn: it spun
+// here for ever on the lock its own interrupted frame held (a flight
+// recorder's process at 100% CPU after a SIGTERM, SIGTERM blocked). The
+// holder's own thread does not wait: the growth fails for the flush (what
+// it would have written is lost), and the process ends as it would have.
 bool GrowFile(uint64_t need) {
+  const long me = sys::GetTid();
+  if (g_grow_owner.load(std::memory_order_acquire) == me) return false;
   while (g_grow_lock.test_and_set(std::memory_order_acquire)) sys::Syscall6(SYS_sched_yield);
+  g_grow_owner.store(me, std::memory_order_release);
   bool ok = true;
   uint64_t have = g.file_slots.load(std::memory_order_acquire);
   if (have < need) {
@@ -302,6 +313,7 @@ bool GrowFile(uint64_t need) {
       StopRecording(l.c_str());
     }
   }
+  g_grow_owner.store(0, std::memory_order_release);
   g_grow_lock.clear(std::memory_order_release);
   return ok;
 }
