@@ -1787,6 +1787,10 @@ void CrashFlush(int sig, bool in_handler) {
   struct Done {
     ~Done() { g_crash_done.store(true, std::memory_order_seq_cst); }
   } done;
+  // The process is ending: its control channel goes (a service killed by
+  // SIGTERM, paused or in a window, left its socket behind). Raw system
+  // calls only; a window the control thread is writing is not waited for.
+  if (g.config.control) ControlStop();
   Phase expected = Phase::kReady;
   if (!g.phase.compare_exchange_strong(expected, Phase::kShutdown, std::memory_order_seq_cst)) {
     // A fork child that recorded nothing, dying of the signal (or ending

@@ -361,6 +361,28 @@ TEST_CASE("windows: the control channel answers its user only, and says why not"
   CHECK(FilesEnding(dir.path(), ".w1").empty());
 }
 
+// A service ended by SIGTERM (its default action: the library writes the
+// trace, then the process dies of it) removes its channel, paused or in a
+// window, as an exit does. It was left behind.
+TEST_CASE("windows: a service ended by SIGTERM removes its channel", "[windows]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  for (const bool window : {false, true}) {
+    INFO((window ? "in a window" : "paused"));
+    Service srv({Scenario("window_server")}, PausedEnv(env, dir.File("t.trace")), dir.path());
+    AwaitChannel(srv.pid(), env);
+    const std::string sock = dir.File("xdg/gotrace/" + std::to_string(srv.pid()) + ".sock");
+    REQUIRE(access(sock.c_str(), F_OK) == 0);
+    if (window) REQUIRE(Ctl(srv.pid(), "start", env).Exited(0));
+    REQUIRE(kill(srv.pid(), SIGTERM) == 0);
+    int status = 0;
+    for (int i = 0; i < 300 && !srv.Ended(&status); ++i) std::this_thread::sleep_for(20ms);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGTERM);
+    CHECK(access(sock.c_str(), F_OK) != 0);
+  }
+}
+
 TEST_CASE("windows: the channel of a process killed with SIGKILL is removed by the next one",
           "[windows]") {
   // A killed process leaves its <pid>.sock, and nothing removed them. The
