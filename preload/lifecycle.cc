@@ -2446,6 +2446,14 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
     g.phase.store(Phase::kPaused, std::memory_order_seq_cst);
+    // The kernel's records, where a process that records from its start
+    // would open them now: on this thread, before any other exists, so that
+    // every thread inherits them. Opened by the first window's start, they
+    // were the control thread's alone (pid 0 is the calling thread): the
+    // program's threads had no timeline and no CPU samples in any window.
+    // (A window drops what they recorded before it: Discard.)
+    if (g.config.sched != SchedMode::kAuto || !g.descendant)
+      StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
   } else if (!StartLog()) {
     g.phase.store(Phase::kDisabled);
     return;

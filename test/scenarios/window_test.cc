@@ -361,6 +361,29 @@ TEST_CASE("windows: the control channel answers its user only, and says why not"
   CHECK(FilesEnding(dir.path(), ".w1").empty());
 }
 
+// A paused process opens the kernel's records as it starts, on its main
+// thread, as one that records from its start does: every thread inherits
+// them. Opened by the first window's start they were the control thread's
+// alone: a program computing in a window had no CPU samples, and no thread
+// of its a kernel timeline.
+TEST_CASE("windows: a paused program's window has its CPU samples and timeline", "[windows]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> senv = PausedEnv(env, dir.File("c.trace"));
+  senv.push_back("GOTRACE_CPU_HZ=100");
+  Service srv({Scenario("cpu_spin"), "2500"}, senv, dir.path());
+  AwaitChannel(srv.pid(), env);
+  REQUIRE(Ctl(srv.pid(), "start", env).Exited(0));
+  std::this_thread::sleep_for(1000ms);
+  REQUIRE(Ctl(srv.pid(), "stop", env).Exited(0));
+  CHECK(WIFEXITED(srv.Finish()));
+  if (PerfDenied(srv.Err())) return;
+  const ParsedTrace t = ParseWithGo(dir.File("c.trace.w1"));
+  INFO(t.error);
+  REQUIRE(t.ok);
+  CHECK(t.Count("CPUSample") >= 30);  // a second of spinning at 100 Hz: about 100
+}
+
 // A service ended by SIGTERM (its default action: the library writes the
 // trace, then the process dies of it) removes its channel, paused or in a
 // window, as an exit does. It was left behind.
