@@ -177,23 +177,21 @@ inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
 // make, tar (-z runs gzip), install (-s runs strip), awk (system()), git.
 inline bool LeafProgram(const char* exe) {
   static constexpr const char* kLeaves[] = {
-      "[",         "b2sum",     "base32",    "base64",    "basename",  "bzip2",
-      "cat",       "chgrp",     "chmod",     "chown",     "cksum",     "cmp",
-      "column",    "comm",      "cp",        "csplit",    "cut",       "date",
-      "dd",        "df",        "diff",      "dirname",   "du",        "echo",
-      "egrep",     "expand",    "expr",      "factor",    "false",     "fgrep",
-      "file",      "fmt",       "fold",      "getent",    "grep",      "gzip",
-      "head",      "hexdump",   "hostname",  "iconv",     "id",        "jq",
-      "join",      "link",      "ln",        "ls",        "md5sum",    "mkdir",
-      "mkfifo",    "mknod",     "mktemp",    "mv",        "nl",        "nproc",
-      "numfmt",    "od",        "paste",     "pathchk",   "pr",        "printenv",
-      "printf",    "pwd",       "readlink",  "realpath",  "rm",        "rmdir",
-      "sed",       "seq",       "sha1sum",   "sha224sum", "sha256sum", "sha384sum",
-      "sha512sum", "shuf",      "sleep",     "sort",      "split",     "stat",
-      "sum",       "sync",      "tac",       "tail",      "tee",       "test",
-      "touch",     "tr",        "true",      "truncate",  "tsort",     "tty",
-      "uname",     "unexpand",  "uniq",      "unlink",    "wc",        "whoami",
-      "xxd",       "xz",        "yes",       "zstd"};
+      "[",         "b2sum",     "base32",    "base64",   "basename", "bzip2",   "cat",
+      "chgrp",     "chmod",     "chown",     "cksum",    "cmp",      "column",  "comm",
+      "cp",        "csplit",    "cut",       "date",     "dd",       "df",      "diff",
+      "dirname",   "du",        "echo",      "egrep",    "expand",   "expr",    "factor",
+      "false",     "fgrep",     "file",      "fmt",      "fold",     "getent",  "grep",
+      "gzip",      "head",      "hexdump",   "hostname", "iconv",    "id",      "jq",
+      "join",      "link",      "ln",        "ls",       "md5sum",   "mkdir",   "mkfifo",
+      "mknod",     "mktemp",    "mv",        "nl",       "nproc",    "numfmt",  "od",
+      "paste",     "pathchk",   "pr",        "printenv", "printf",   "pwd",     "readlink",
+      "realpath",  "rm",        "rmdir",     "sed",      "seq",      "sha1sum", "sha224sum",
+      "sha256sum", "sha384sum", "sha512sum", "shuf",     "sleep",    "sort",    "split",
+      "stat",      "sum",       "sync",      "tac",      "tail",     "tee",     "test",
+      "touch",     "tr",        "true",      "truncate", "tsort",    "tty",     "uname",
+      "unexpand",  "uniq",      "unlink",    "wc",       "whoami",   "xxd",     "xz",
+      "yes",       "zstd"};
   if (exe == nullptr) return false;
   const char* base = exe;
   for (const char* p = exe; *p != '\0'; ++p)

@@ -660,8 +660,7 @@ TEST_CASE("flight recorder: each snapshot holds about the last span, not the run
   INFO(shares);
   // Its CPU time is unknown within the span (it ran before the cut too):
   // not its count since the start, larger than its running time here.
-  const ProcResult js =
-      RunProcess({Gotrace(), "report", "--format", "json", dir.File("f.trace")});
+  const ProcResult js = RunProcess({Gotrace(), "report", "--format", "json", dir.File("f.trace")});
   REQUIRE(js.Exited(0));
   const size_t blk = js.out.find("\"name\":\"blocker\"");
   REQUIRE(blk != std::string::npos);
