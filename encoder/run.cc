@@ -1067,16 +1067,32 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // free number by itself (NAME.1.trace), but its children's traces kept
   // NAME.trace.PID among the earlier run's. The whole run takes the number:
   // the program's, its children's and the index's names.
+  // Runs started together into the same name (CI jobs in parallel) all
+  // found it free: the program's trace took the first free number at the
+  // end, but every run's children were NAME.trace.PID. The name is taken
+  // now, by creating its index (replaced at the end, removed if the run
+  // writes none): a run that finds it made takes the next number.
+  std::string reserved_index;
+  const std::string placeholder =
+      "{\"version\": 1, \"running\": \"tracewrap (pid " + std::to_string(getpid()) +
+      ") writes this index when its program ends\"}\n";
   if (tmpl.find('%') == std::string::npos) {
-    const auto taken = [](const std::string& p) {
+    for (unsigned n = 0; n < 10000; ++n) {
+      const std::string cand = n == 0 ? tmpl : WithSuffix(tmpl, n);
       struct stat st;
-      return lstat(p.c_str(), &st) == 0 || lstat((p + ".index.json").c_str(), &st) == 0;
-    };
-    for (unsigned n = 1; n < 10000 && taken(tmpl); ++n) {
-      const std::string cand = WithSuffix(tmpl, n);
-      if (taken(cand)) continue;
-      tmpl = cand;
-      setenv("GOTRACE_OUT", tmpl.c_str(), 1);
+      if (lstat(cand.c_str(), &st) == 0) continue;  // a trace of that name
+      const std::string idx = cand + ".index.json";
+      const int fd = open(idx.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0 && errno == EEXIST) continue;
+      if (fd >= 0) {
+        (void)!write(fd, placeholder.data(), placeholder.size());
+        close(fd);
+        reserved_index = idx;
+      }
+      if (cand != tmpl) {
+        tmpl = cand;
+        setenv("GOTRACE_OUT", tmpl.c_str(), 1);
+      }
       break;
     }
   }
@@ -1328,6 +1344,18 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   req.root_status = status;
   req.end_ns = end_ns;
   finish(req, lib.c_str());
+  // The reservation, if the run wrote its index elsewhere or none.
+  if (!reserved_index.empty()) {
+    char head[512];
+    const int fd = open(reserved_index.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const ssize_t n = read(fd, head, sizeof head);
+      close(fd);
+      if (n == static_cast<ssize_t>(placeholder.size()) &&
+          std::memcmp(head, placeholder.data(), placeholder.size()) == 0)
+        unlink(reserved_index.c_str());
+    }
+  }
   JoinAhead();
   unlink(marker.c_str());
   unlink(journal.c_str());  // read by finish (a failed finish leaves it)

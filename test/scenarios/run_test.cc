@@ -700,6 +700,38 @@ TEST_CASE("a rerun into the same -o: the whole run takes the next number, childr
   CHECK(EntryTrace(IndexEntry(first, "/bin/sleep")).rfind("r.trace.", 0) == 0);
 }
 
+// Runs started together into the same -o (parallel CI jobs) each take a
+// number of their own at their start: every run's children's traces carry
+// its number. They all found the name free, and the children of all three
+// were r.trace.PID, whatever number each program's trace got at the end.
+TEST_CASE("runs started together into the same -o each take their own number, children too",
+          "[run]") {
+  TempDir dir;
+  std::string script;
+  for (int k = 0; k < 3; ++k)
+    script += kTracewrap + " -q -o " + dir.File("c.trace") +
+              " -- /bin/bash -c '/bin/sleep 0.05; /bin/true' & ";
+  script += "wait";
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_QUIET", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG",
+                 "GOTRACE_DEFER"};
+  o.env = {"GOTRACE_LIB=" + PreloadLib()};
+  const ProcResult r = RunProcess({"/bin/bash", "-c", script}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  for (const char* root : {"c.trace", "c.1.trace", "c.2.trace"}) {
+    INFO(root);
+    const std::string index = Slurp(dir.File(std::string(root) + ".index.json"));
+    INFO(index);
+    const std::string trace = EntryTrace(IndexEntry(index, "/bin/sleep"));
+    CHECK(trace.rfind(std::string(root) + ".", 0) == 0);
+    CHECK(fs::exists(dir.File(trace)));
+    CHECK(fs::exists(dir.File(root)));
+  }
+  CHECK_FALSE(fs::exists(dir.File("c.3.trace.index.json")));
+}
+
 TEST_CASE("a fork child killed while it waits is listed by its parent's command line", "[run]") {
   // Its command line is recorded at its end (its title), which SIGKILL
   // never lets it reach: README promises its parent's then.
