@@ -1073,9 +1073,9 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // now, by creating its index (replaced at the end, removed if the run
   // writes none): a run that finds it made takes the next number.
   std::string reserved_index;
-  const std::string placeholder =
-      "{\"version\": 1, \"running\": \"tracewrap (pid " + std::to_string(getpid()) +
-      ") writes this index when its program ends\"}\n";
+  const std::string placeholder = "{\"version\": 1, \"running\": \"tracewrap (pid " +
+                                  std::to_string(getpid()) +
+                                  ") writes this index when its program ends\"}\n";
   if (tmpl.find('%') == std::string::npos) {
     for (unsigned n = 0; n < 10000; ++n) {
       const std::string cand = n == 0 ? tmpl : WithSuffix(tmpl, n);

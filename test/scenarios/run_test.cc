@@ -714,8 +714,8 @@ TEST_CASE("runs started together into the same -o each take their own number, ch
   script += "wait";
   ProcOptions o;
   o.cwd = dir.path();
-  o.unset_env = {"LD_PRELOAD", "GOTRACE_OUT", "GOTRACE_QUIET", "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG",
-                 "GOTRACE_DEFER"};
+  o.unset_env = {"LD_PRELOAD",      "GOTRACE_OUT",      "GOTRACE_QUIET",
+                 "GOTRACE_DISABLE", "GOTRACE_KEEP_LOG", "GOTRACE_DEFER"};
   o.env = {"GOTRACE_LIB=" + PreloadLib()};
   const ProcResult r = RunProcess({"/bin/bash", "-c", script}, o);
   INFO(r.Describe() << "\n" << r.err);
