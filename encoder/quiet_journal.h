@@ -205,10 +205,12 @@ inline bool LeafProgram(const char* exe) {
 }
 
 // A program's key: FNV-1a of its executable's path alone (as exec'd), set
-// apart from LearnKey's; its low four bits are the state's; never 0. The
-// loop's `sed -n "s/alpha/A$i/p" data.txt` is a new command every time, and
-// the same small program (a LeafProgram).
+// apart from LearnKey's; its low four bits are the state's. The loop's `sed
+// -n "s/alpha/A$i/p" data.txt` is a new command every time, and the same
+// small program. 0 for a program that is not a LeafProgram: it is learned
+// by its commands only.
 inline uint64_t ProgramKey(const char* exe) {
+  if (!LeafProgram(exe)) return 0;
   uint64_t h = 0x84222325cbf29ce4ull;
   for (const char* p = exe; p != nullptr && *p != '\0'; ++p) {
     h ^= static_cast<uint8_t>(*p);

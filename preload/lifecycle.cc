@@ -524,7 +524,7 @@ void NoteLearned(log::LearnState state) {
     char exe[kExecPathMax];
     ExecPath(exe, sizeof exe);
     key = log::LearnKey(g.cwd, exe, nullptr);
-    program = log::LeafProgram(exe) ? log::ProgramKey(exe) : 0;
+    program = log::ProgramKey(exe);
   }
   // Small: a quiet end's CPU time (its process's, since the fork that made
   // it) under log::kLearnSmallCpuNs.
@@ -539,7 +539,7 @@ void NoteOwnCommand(char* const* argv) {
   char exe[kExecPathMax];
   ExecPath(exe, sizeof exe);
   g.learn_key = log::LearnKey(g.cwd, exe, argv);
-  g.learn_program = log::LeafProgram(exe) ? log::ProgramKey(exe) : 0;
+  g.learn_program = log::ProgramKey(exe);
 }
 
 void NoteReapedBusy(long pid) {
@@ -680,7 +680,9 @@ void NoteKernelSchedLater() {
     return;
   }
   // (Replaced if they start: a second thread, or a recorded call after 10
-  // ms in a process worth a trace.)
+  // ms in a process worth a trace. Paused: no log; a window's start notes
+  // it in its own, NoteWindowSched.)
+  if (g.phase.load(std::memory_order_acquire) != Phase::kReady) return;
   static const char kWhy[] = "not started: one thread, no recorded call after its first 10 ms";
   ProcLock lock;
   ProcReserve(log::ChunkWriter::VarRecordBound(log::ChunkWriter::SchedInfoBound(sizeof kWhy)), false);
@@ -871,6 +873,17 @@ void RecordThreadComm(uint32_t tid, uint32_t serial, const char* ended_as = null
 // read stale words, never fault). The built-in unwinder (libunwind walks
 // only the calling thread), with no rebuild of the code map:
 // async-signal-safe. False if nothing of the program's was found.
+// A parked thread's walk (UnwindParked, UnwindKernelParked) without our own
+// frames, and its epoch: pcs[0, *k). False if nothing is left.
+bool OwnFramesOut(const unwind::WalkResult& wr, uint64_t* pcs, size_t* k, uint32_t* epoch) {
+  size_t n = 0;
+  for (size_t j = 0; j < wr.n; ++j)
+    if (!OwnPc(pcs[j])) pcs[n++] = pcs[j];
+  *k = n;
+  *epoch = g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
+  return n > 0;
+}
+
 bool UnwindParked(ThreadRec* r, const void* frame, uint64_t* pcs, size_t* k, uint32_t* epoch) {
   const auto fa = reinterpret_cast<uintptr_t>(frame);
   if (fa < r->stack_lo || fa >= r->stack_hi) return false;
@@ -881,12 +894,7 @@ bool UnwindParked(ThreadRec* r, const void* frame, uint64_t* pcs, size_t* k, uin
       unwind::Walk(unwind::ProcessUnwind(),
                    g.config.unwind == UnwindMode::kFp ? unwind::WalkMode::kFp : unwind::WalkMode::kAuto,
                    regs, b, pcs, g.config.depth);
-  size_t n = 0;
-  for (size_t j = 0; j < wr.n; ++j)
-    if (!OwnPc(pcs[j])) pcs[n++] = pcs[j];
-  *k = n;
-  *epoch = g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
-  return n > 0;
+  return OwnFramesOut(wr, pcs, k, epoch);
 }
 
 bool FlushEverything(bool in_signal_handler, bool spare_heap_sample = false) {
@@ -1342,9 +1350,9 @@ struct linux_dirent64_view {
 // top (process_vm_readv on ourselves: a page that is gone reads short, it
 // does not fault) is walked by its unwind tables. Without its frame
 // pointer (not in that file) the walk stops at the first frame that needs
-// it, marked truncated. Fills pcs and the stand-in's stack; false if not.
+// it, marked truncated. As UnwindParked: pcs[0, *k) and its epoch.
 GT_LARGE_BSS uint8_t g_parked_copy[32 << 10];  // one window's start at a time (WindowOp)
-bool UnwindKernelParked(const char* syscall_line, StandInThread* t, uint64_t* pcs) {
+bool UnwindKernelParked(const char* syscall_line, uint64_t* pcs, size_t* k, uint32_t* epoch) {
   if (g.config.unwind == UnwindMode::kNone || g.config.unwind == UnwindMode::kFp ||
       !unwind::CfiSupported())
     return false;
@@ -1377,24 +1385,14 @@ bool UnwindKernelParked(const char* syscall_line, StandInThread* t, uint64_t* pc
                     reinterpret_cast<long>(&remote), 1, 0);
   if (got < 64) return false;
   const unwind::FpBounds b{regs.sp, regs.sp + static_cast<uintptr_t>(got) / 8 * 8, g_parked_copy};
-  unwind::WalkResult wr =
+  const unwind::WalkResult wr =
       unwind::Walk(unwind::ProcessUnwind(), unwind::WalkMode::kAuto, regs, b, pcs, g.config.depth);
-  if (wr.n == 0 && wr.end == unwind::WalkEnd::kNotCode) {
-    // The first window of a paused process: the unwinder's map of the code
-    // is made when the window's log starts, after the stand-ins.
-    {
-      ProcLock lock;
-      unwind::ProcessCode().Update(false);
-    }
-    wr = unwind::Walk(unwind::ProcessUnwind(), unwind::WalkMode::kAuto, regs, b, pcs,
-                      g.config.depth);
-  }
-  size_t k = 0;
-  for (size_t j = 0; j < wr.n; ++j)
-    if (!OwnPc(pcs[j])) pcs[k++] = pcs[j];
-  if (k == 0) return false;
-  const uint32_t epoch =
-      g.epoch.load(std::memory_order_relaxed) | (wr.truncated() ? log::kStackTruncated : 0);
+  return OwnFramesOut(wr, pcs, k, epoch);
+}
+
+// A stand-in's wait stack from a parked thread's walk: its id, and its PCs
+// for the stand-in to define where this log lacks it.
+void ParkedStack(StandInThread* t, uint64_t* pcs, size_t k, uint32_t epoch) {
   bool fresh = false;
   t->wait_stack = InternStack(pcs, k, epoch, &fresh);
   if (fresh) {
@@ -1402,7 +1400,6 @@ bool UnwindKernelParked(const char* syscall_line, StandInThread* t, uint64_t* pc
     t->stack_n = k;
     t->stack_epoch = epoch;
   }
-  return t->wait_stack != 0;
 }
 
 // What a thread with no wait of ours published is blocked in, as the kernel
@@ -1416,15 +1413,11 @@ void KernelWaitOf(uint32_t tid, StandInThread* t, uint64_t* pcs) {
     if (*q == ')') p = q;  // the name may hold anything but ends at the last ')'
   if (p[0] != ')' || p[1] != ' ' || (p[2] != 'S' && p[2] != 'D')) return;
   char sc[256];
-  char sc_line[256];
-  sc_line[0] = '\0';
   uint64_t nr = ~uint64_t{0};
-  if (ReadTaskFile(tid, "syscall", sc, sizeof sc) > 0) {
-    std::memcpy(sc_line, sc, sizeof sc_line);
-    size_t i = 0;
-    while (sc[i] >= '0' && sc[i] <= '9') ++i;
-    sc[i] = '\0';
-    if (i > 0) (void)sys::ParseU64(sc, &nr);
+  if (ReadTaskFile(tid, "syscall", sc, sizeof sc) > 0 && sc[0] >= '0' && sc[0] <= '9') {
+    nr = 0;
+    for (size_t i = 0; sc[i] >= '0' && sc[i] <= '9'; ++i)
+      nr = nr * 10 + static_cast<uint64_t>(sc[i] - '0');
   }
   WaitKind kind = WaitKind::kSyscall;
   switch (nr) {
@@ -1439,13 +1432,22 @@ void KernelWaitOf(uint32_t tid, StandInThread* t, uint64_t* pcs) {
   }
   t->wait_kind = static_cast<uint32_t>(kind);
   t->wait_aux = nr == ~uint64_t{0} ? 0 : nr;
-  if (nr != ~uint64_t{0}) (void)UnwindKernelParked(sc_line, t, pcs);
+  size_t k = 0;
+  uint32_t epoch = 0;
+  if (nr != ~uint64_t{0} && UnwindKernelParked(sc, pcs, &k, &epoch)) ParkedStack(t, pcs, k, epoch);
 }
 
 // Every thread alive now (but the tracer's own) gets its stand-in stream in
 // the new log. Runs before threads can record into it (StartLog).
 void WriteStandIns() {
   StandInsReset();
+  // The parked threads' walks need the unwinder's map of the code, which
+  // the log's start makes after the stand-ins: in a paused process's first
+  // window it did not exist yet.
+  if (g.config.unwind != UnwindMode::kNone) {
+    ProcLock lock;
+    unwind::ProcessCode().Update(false);
+  }
   const Tick now = sys::Ticks();
   const uint32_t cpu = sys::CurrentCpu();
   const long dir = sys::OpenAt(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -1482,7 +1484,7 @@ void WriteStandIns() {
           t.wait_obj = h->wait_obj;
           t.wait_aux = h->wait_aux;
           t.wait_flags = h->wait_flags;
-          uint32_t stack = static_cast<uint32_t>(h->wait_stack);
+          const uint32_t stack = static_cast<uint32_t>(h->wait_stack);
           const uint64_t* def = nullptr;
           size_t k = 0;
           uint32_t epoch = 0;
@@ -1492,18 +1494,12 @@ void WriteStandIns() {
               t.stack_n = k;
               t.stack_epoch = epoch;
             }
+            t.wait_stack = stack;
           } else if (r->wait_frame != nullptr && g.config.unwind != UnwindMode::kNone &&
                      UnwindParked(r, r->wait_frame, pcs, &k, &epoch)) {
             // Blocked in a system call (its stack is taken as it returns).
-            bool fresh = false;
-            stack = InternStack(pcs, k, epoch, &fresh);
-            if (fresh) {
-              t.stack_pcs = pcs;
-              t.stack_n = k;
-              t.stack_epoch = epoch;
-            }
+            ParkedStack(&t, pcs, k, epoch);
           }
-          t.wait_stack = stack;
         }
       }
       if (t.wait_kind == 0) KernelWaitOf(tid, &t, pcs);
@@ -2446,14 +2442,13 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
     g.phase.store(Phase::kPaused, std::memory_order_seq_cst);
-    // The kernel's records, where a process that records from its start
-    // would open them now: on this thread, before any other exists, so that
-    // every thread inherits them. Opened by the first window's start, they
-    // were the control thread's alone (pid 0 is the calling thread): the
-    // program's threads had no timeline and no CPU samples in any window.
-    // (A window drops what they recorded before it: Discard.)
-    if (g.config.sched != SchedMode::kAuto || !g.descendant)
-      StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
+    // The kernel's records as a process that records from its start opens
+    // them: on this thread, before any other exists, so that every thread
+    // inherits them. Opened by the first window's start, they were the
+    // control thread's alone (pid 0 is the calling thread): the program's
+    // threads had no timeline and no CPU samples in any window. (A window
+    // drops what they recorded before it: Discard.)
+    NoteKernelSchedLater();
   } else if (!StartLog()) {
     g.phase.store(Phase::kDisabled);
     return;
@@ -2772,7 +2767,7 @@ bool SkipTracing(const char* path, char* const* argv, log::LearnPid* who, ExecFd
   char cwd[sizeof g.cwd];
   if (sys::Getcwd(cwd, sizeof cwd) <= 0) return false;
   who->key = log::LearnKey(cwd, path, argv);
-  who->program = log::LeafProgram(path) ? log::ProgramKey(path) : 0;
+  who->program = log::ProgramKey(path);
   return learn::Quiet(g.config.learn_path, who->key, who->program,
                       kept != nullptr ? &kept->learn : nullptr);
 }

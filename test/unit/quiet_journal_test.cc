@@ -140,6 +140,7 @@ TEST_CASE(
   CHECK((p & kProgramStateMask) == 0);
   CHECK(p != 0);
   CHECK(ProgramKey("/bin/sed") != p);
+  CHECK(ProgramKey("/bin/sh") == 0);  // not a leaf: learned by its commands only
   CHECK(p != (LearnKey("", "/usr/bin/sed", nullptr) & ~kProgramStateMask));
   CHECK(kProgramLearnAt < kProgramQuiet);
   CHECK(kProgramQuiet < kProgramTrace);
