@@ -44,15 +44,33 @@ inline std::string Counted(uint64_t v, std::string_view noun) {
   return out;
 }
 
-// A size for people: B, KB, MB.
+// A size for people: B, KB, MB, GB.
 inline std::string HumanBytes(uint64_t b) {
   char buf[32];
+  const double v = static_cast<double>(b);
   if (b < 10 * 1024)
     std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
   else if (b < 10 * 1024 * 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KB", b / 1024.0);
+    std::snprintf(buf, sizeof buf, "%.1f KB", v / 1024);
+  else if (b < 10ull * 1024 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f MB", v / 1048576);
   else
-    std::snprintf(buf, sizeof buf, "%.1f MB", b / (1024.0 * 1024.0));
+    std::snprintf(buf, sizeof buf, "%.1f GB", v / 1073741824);
+  return buf;
+}
+
+// A duration for people: ns, us, ms, s.
+inline std::string HumanDuration(int64_t ns) {
+  char buf[32];
+  const double v = static_cast<double>(ns);
+  if (ns < 1000)
+    std::snprintf(buf, sizeof buf, "%" PRId64 " ns", ns);
+  else if (ns < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f us", v / 1e3);
+  else if (ns < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.1f ms", v / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
   return buf;
 }
 

@@ -812,17 +812,10 @@ int FinishRun(const GotraceFinishRequest& req) {
         std::string cmd = Printable(CommandLine(it.sum.argv));
         if (cmd.empty()) cmd = Printable(Base(it.sum.exe));
         if (cmd.size() > 40) cmd = cmd.substr(0, 37) + "...";
-        // 1.234s, 313.7ms, 400us: a short process's time is not 0.000s.
-        const auto ns = static_cast<uint64_t>(std::max<int64_t>(0, duration_of(it)));
-        char time[32];
-        if (ns >= 1'000'000'000)
-          std::snprintf(time, sizeof time, "%.3fs", static_cast<double>(ns) * 1e-9);
-        else if (ns >= 1'000'000)
-          std::snprintf(time, sizeof time, "%.1fms", static_cast<double>(ns) * 1e-6);
-        else
-          std::snprintf(time, sizeof time, "%" PRIu64 "us", ns / 1000);
+        // (A short process's time is "400.0 us", not "0.000s".)
         std::fprintf(stderr, "  %7u %7u %6s %9s %10s  %s\n", it.sum.pid, it.sum.ppid,
-                     StatusText(status_of(it), it.sum.exec_d).c_str(), time,
+                     StatusText(status_of(it), it.sum.exec_d).c_str(),
+                     HumanDuration(std::max<int64_t>(0, duration_of(it))).c_str(),
                      Grouped(it.stats.events).c_str(), cmd.c_str());
       }
       if (shown_procs.size() > rows)

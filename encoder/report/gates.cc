@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "encoder/printable.h"
+
 namespace gotrace::report {
 namespace {
 
@@ -75,7 +77,8 @@ std::string Show(double v, Gate::Unit u) {
   switch (u) {
     case Gate::Unit::kPercent: std::snprintf(b, sizeof b, "%.1f%%", v); return b;
     case Gate::Unit::kTime: return HumanDuration(static_cast<int64_t>(v));
-    case Gate::Unit::kBytes: return HumanSize(static_cast<uint64_t>(v));
+    case Gate::Unit::kBytes:
+      return HumanBytes(static_cast<uint64_t>(v));
     case Gate::Unit::kCount: std::snprintf(b, sizeof b, "%.0f", v); return b;
   }
   return "?";

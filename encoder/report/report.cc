@@ -327,26 +327,6 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
 // ---------------------------------------------------------------------------
 // Output
 
-std::string HumanDuration(int64_t ns) {
-  char b[32];
-  const double v = static_cast<double>(ns);
-  if (ns < 1000) std::snprintf(b, sizeof b, "%" PRId64 " ns", ns);
-  else if (ns < 1000000) std::snprintf(b, sizeof b, "%.1f us", v / 1e3);
-  else if (ns < 1000000000) std::snprintf(b, sizeof b, "%.1f ms", v / 1e6);
-  else std::snprintf(b, sizeof b, "%.3f s", v / 1e9);
-  return b;
-}
-
-std::string HumanSize(uint64_t bytes) {
-  char b[32];
-  const double v = static_cast<double>(bytes);
-  if (bytes < 10 * 1024) std::snprintf(b, sizeof b, "%" PRIu64 " B", bytes);
-  else if (bytes < 10 * 1024 * 1024) std::snprintf(b, sizeof b, "%.1f KB", v / 1024);
-  else if (bytes < 10ull * 1024 * 1024 * 1024) std::snprintf(b, sizeof b, "%.1f MB", v / 1048576);
-  else std::snprintf(b, sizeof b, "%.1f GB", v / 1073741824);
-  return b;
-}
-
 namespace {
 
 std::string Pct(int64_t part, int64_t whole) {
@@ -481,7 +461,7 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
       Wrap(&o, "  ", {SchedLine(p, r.cpu_samples)});
     }
     if (r.has_heap)
-      o += "heap: peak " + HumanSize(r.heap_peak) + ", final " + HumanSize(r.heap_final) + "\n";
+      o += "heap: peak " + HumanBytes(r.heap_peak) + ", final " + HumanBytes(r.heap_final) + "\n";
     o += "\nThreads: share of each thread's life (number of intervals)\n";
     auto thread_block = [&](const ThreadReport& t, const std::string& label) {
       o += Cut(Fmt("  %s, %s", label.c_str(), HumanDuration(t.life()).c_str()), 80) + "\n";
@@ -535,7 +515,7 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top) {
     o += HumanDuration(r.duration_ns) + ", " + Counted(r.threads.size(), "thread") + ", " +
          Counted(r.events, "event");
     if (r.has_heap)
-      o += "; heap peak " + HumanSize(r.heap_peak) + ", final " + HumanSize(r.heap_final);
+      o += "; heap peak " + HumanBytes(r.heap_peak) + ", final " + HumanBytes(r.heap_final);
     o += "\n\n";
     for (const auto& p : r.processes)
       o += "- " + MdEscape(ProcessLine(p)) + ": " + MdEscape(SchedLine(p, r.cpu_samples)) + "\n";

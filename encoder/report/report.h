@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "encoder/printable.h"
 #include "encoder/report/trace_reader.h"
 
 namespace gotrace::report {
@@ -91,8 +92,5 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top);
 std::string FormatJson(const std::vector<Report>& reports, size_t top);
 // One self-contained page (html.cc); the reports must keep their intervals.
 std::string FormatHtml(const std::vector<Report>& reports, size_t top);
-
-std::string HumanDuration(int64_t ns);
-std::string HumanSize(uint64_t bytes);
 
 }  // namespace gotrace::report
