@@ -118,37 +118,27 @@ bool OpenPrivateDir() {
 void SweepStale() {
   const long dir = sys::OpenAt(g_dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dir < 0) return;
-  alignas(8) char ents[4096];
-  for (;;) {
-    const long n = sys::Syscall6(SYS_getdents64, dir, reinterpret_cast<long>(ents), sizeof ents);
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      uint16_t reclen;
-      std::memcpy(&reclen, ents + off + 16, sizeof reclen);
-      const char* name = ents + off + 19;  // after ino, off, reclen, type
-      off += reclen;
-      uint64_t pid = 0;
-      size_t i = 0;
-      for (; name[i] >= '0' && name[i] <= '9' && i < 10; ++i)
-        pid = pid * 10 + static_cast<uint64_t>(name[i] - '0');
-      if (i == 0 || std::strcmp(name + i, ".sock") != 0 || pid == static_cast<uint64_t>(g.pid))
-        continue;
-      if (sys::Syscall6(SYS_kill, static_cast<long>(pid), 0) != -ESRCH) continue;
-      struct sockaddr_un addr {};
-      addr.sun_family = AF_UNIX;
-      sys::Line(addr.sun_path, sizeof addr.sun_path)
-          .Str("/proc/self/fd/")
-          .U64(static_cast<uint64_t>(g_dir_fd))
-          .Char('/')
-          .Str(name);
-      const long c = sys::Syscall6(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (c < 0) continue;
-      const long rc = sys::Syscall6(SYS_connect, c, reinterpret_cast<long>(&addr), sizeof addr);
-      sys::Close(static_cast<int>(c));
-      if (rc == -ECONNREFUSED)
-        sys::Syscall6(SYS_unlinkat, g_dir_fd, reinterpret_cast<long>(name), 0);
-    }
-  }
+  sys::ForEachDirEntry(dir, [](const char* name) {
+    uint64_t pid = 0;
+    size_t i = 0;
+    for (; name[i] >= '0' && name[i] <= '9' && i < 10; ++i)
+      pid = pid * 10 + static_cast<uint64_t>(name[i] - '0');
+    if (i == 0 || std::strcmp(name + i, ".sock") != 0 || pid == static_cast<uint64_t>(g.pid))
+      return;
+    if (sys::Syscall6(SYS_kill, static_cast<long>(pid), 0) != -ESRCH) return;
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    sys::Line(addr.sun_path, sizeof addr.sun_path)
+        .Str("/proc/self/fd/")
+        .U64(static_cast<uint64_t>(g_dir_fd))
+        .Char('/')
+        .Str(name);
+    const long c = sys::Syscall6(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c < 0) return;
+    const long rc = sys::Syscall6(SYS_connect, c, reinterpret_cast<long>(&addr), sizeof addr);
+    sys::Close(static_cast<int>(c));
+    if (rc == -ECONNREFUSED) sys::Syscall6(SYS_unlinkat, g_dir_fd, reinterpret_cast<long>(name), 0);
+  });
   sys::Close(static_cast<int>(dir));
 }
 

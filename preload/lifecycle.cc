@@ -1333,15 +1333,6 @@ void Finalize(bool for_exec) {
 // along, computing, or started while paused) is in its trace too, blocked
 // where it was.
 
-// A getdents64 entry (the kernel's struct linux_dirent64).
-struct linux_dirent64_view {
-  uint64_t ino;
-  int64_t off;
-  unsigned short reclen;
-  unsigned char type;
-  char name[1];
-};
-
 // Problem: a thread blocked in the kernel when a window begins, in a wait
 // no hook of ours recorded (the service was paused: every wait began
 // unrecorded), had no stack in the window: its block read "(no stack)".
@@ -1452,68 +1443,61 @@ void WriteStandIns() {
   const uint32_t cpu = sys::CurrentCpu();
   const long dir = sys::OpenAt(AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dir < 0) return;
-  alignas(8) char ents[4096];
   uint64_t pcs[log::kMaxStackDepth];
-  for (;;) {
-    const long n = sys::Syscall6(SYS_getdents64, dir, reinterpret_cast<long>(ents), sizeof ents);
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      const auto* d = reinterpret_cast<const struct linux_dirent64_view*>(ents + off);
-      off += d->reclen;
-      uint64_t v;
-      if (!sys::ParseU64(d->name, &v)) continue;
-      const auto tid = static_cast<uint32_t>(v);
-      StandInThread t;
-      t.name_len = ReadTaskComm(tid, t.name, sizeof t.name);
-      if (tid == ControlTid() || (t.name_len >= 8 && std::memcmp(t.name, "gotrace-", 8) == 0))
-        continue;  // ours
-      t.tid = tid;
-      t.cpu = cpu;
-      t.ts = now;
-      const bool main_thread = static_cast<int>(tid) == g.pid;
-      t.flags = main_thread ? log::kThreadMain : 0;
-      t.start_pc = main_thread ? g.main_pc.load(std::memory_order_relaxed) : 0;
-      ThreadRec* r = FindRecordOf(tid);
-      if (r != nullptr) {
-        if (r->start_pc != 0) t.start_pc = r->start_pc;
-        t.self = r->self;
-        t.flags = r->thread_flags;
-        const log::SlotHeader* h = r->s.hdr();
-        t.wait_kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);
-        if (t.wait_kind != 0) {
-          t.wait_obj = h->wait_obj;
-          t.wait_aux = h->wait_aux;
-          t.wait_flags = h->wait_flags;
-          const uint32_t stack = static_cast<uint32_t>(h->wait_stack);
-          const uint64_t* def = nullptr;
-          size_t k = 0;
-          uint32_t epoch = 0;
-          if (stack != 0) {
-            if (RedefineStack(stack, g.log_gen, &def, &k, &epoch)) {
-              t.stack_pcs = def;
-              t.stack_n = k;
-              t.stack_epoch = epoch;
-            }
-            t.wait_stack = stack;
-          } else if (r->wait_frame != nullptr && g.config.unwind != UnwindMode::kNone &&
-                     UnwindParked(r, r->wait_frame, pcs, &k, &epoch)) {
-            // Blocked in a system call (its stack is taken as it returns).
-            ParkedStack(&t, pcs, k, epoch);
+  sys::ForEachDirEntry(dir, [&](const char* name) {
+    uint64_t v;
+    if (!sys::ParseU64(name, &v)) return;
+    const auto tid = static_cast<uint32_t>(v);
+    StandInThread t;
+    t.name_len = ReadTaskComm(tid, t.name, sizeof t.name);
+    if (tid == ControlTid() || (t.name_len >= 8 && std::memcmp(t.name, "gotrace-", 8) == 0))
+      return;  // ours
+    t.tid = tid;
+    t.cpu = cpu;
+    t.ts = now;
+    const bool main_thread = static_cast<int>(tid) == g.pid;
+    t.flags = main_thread ? log::kThreadMain : 0;
+    t.start_pc = main_thread ? g.main_pc.load(std::memory_order_relaxed) : 0;
+    ThreadRec* r = FindRecordOf(tid);
+    if (r != nullptr) {
+      if (r->start_pc != 0) t.start_pc = r->start_pc;
+      t.self = r->self;
+      t.flags = r->thread_flags;
+      const log::SlotHeader* h = r->s.hdr();
+      t.wait_kind = __atomic_load_n(&h->wait_kind, __ATOMIC_ACQUIRE);
+      if (t.wait_kind != 0) {
+        t.wait_obj = h->wait_obj;
+        t.wait_aux = h->wait_aux;
+        t.wait_flags = h->wait_flags;
+        const uint32_t stack = static_cast<uint32_t>(h->wait_stack);
+        const uint64_t* def = nullptr;
+        size_t k = 0;
+        uint32_t epoch = 0;
+        if (stack != 0) {
+          if (RedefineStack(stack, g.log_gen, &def, &k, &epoch)) {
+            t.stack_pcs = def;
+            t.stack_n = k;
+            t.stack_epoch = epoch;
           }
+          t.wait_stack = stack;
+        } else if (r->wait_frame != nullptr && g.config.unwind != UnwindMode::kNone &&
+                   UnwindParked(r, r->wait_frame, pcs, &k, &epoch)) {
+          // Blocked in a system call (its stack is taken as it returns).
+          ParkedStack(&t, pcs, k, epoch);
         }
       }
-      if (t.wait_kind == 0) KernelWaitOf(tid, &t, pcs);
-      if (!WriteStandIn(t)) continue;
-      // Its CPU time so far: the window shows what it used within it.
-      const uint64_t ns = ThreadCpuNs(tid);
-      if (ns != 0) {
-        ProcLock lock;
-        ProcReserve(log::ChunkWriter::VarRecordBound(2 * kMaxVarintBytes), false);
-        ProcWriter().ThreadCpu(now, 0, StandInSerial(tid), ns, /*base=*/true);
-        ProcCommit();
-      }
     }
-  }
+    if (t.wait_kind == 0) KernelWaitOf(tid, &t, pcs);
+    if (!WriteStandIn(t)) return;
+    // Its CPU time so far: the window shows what it used within it.
+    const uint64_t ns = ThreadCpuNs(tid);
+    if (ns != 0) {
+      ProcLock lock;
+      ProcReserve(log::ChunkWriter::VarRecordBound(2 * kMaxVarintBytes), false);
+      ProcWriter().ThreadCpu(now, 0, StandInSerial(tid), ns, /*base=*/true);
+      ProcCommit();
+    }
+  });
   sys::Close(static_cast<int>(dir));
 }
 

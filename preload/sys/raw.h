@@ -195,4 +195,23 @@ bool StartsWith(const char* s, const char* prefix);
 // Parses a decimal uint64; false on anything else.
 bool ParseU64(const char* s, uint64_t* out);
 
+// Calls fn(name) for each entry of the directory open at `dir`, read with
+// getdents64 into a buffer on the stack (raw system calls only: usable in
+// a signal handler or a fork child).
+template <typename Fn>
+void ForEachDirEntry(long dir, Fn fn) {
+  alignas(8) char ents[4096];
+  for (;;) {
+    const long n = Syscall6(SYS_getdents64, dir, reinterpret_cast<long>(ents), sizeof ents);
+    if (n <= 0) return;
+    for (long off = 0; off < n;) {
+      // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+      uint16_t reclen;
+      __builtin_memcpy(&reclen, ents + off + 16, sizeof reclen);
+      fn(static_cast<const char*>(ents + off + 19));
+      off += reclen;
+    }
+  }
+}
+
 }  // namespace gotrace::sys
