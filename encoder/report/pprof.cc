@@ -41,31 +41,26 @@ bool Counts(const std::string& kind, uint8_t t) {
   return t == go::kEvGoUnblock || t == go::kEvGoCreate;  // sched
 }
 
-// CPU sample period from the encoder's gotrace-meta (cpu_hz), else the Go
-// runtime's own 100 Hz.
-int64_t CpuPeriod(const Trace& trace) {
+// The first sampling rate (cpu_hz, 1 Hz to 1 GHz) in the encoder's
+// gotrace-meta strings; `kernel_only`: of a process whose scheduling (and
+// samples) came from the kernel. 0 if none.
+uint64_t MetaCpuHz(const Trace& trace, bool kernel_only) {
   for (const auto& [id, s] : trace.strings) {
     if (s.rfind("gotrace-meta:v1 ", 0) != 0) continue;
+    if (kernel_only && s.find(" sched=kernel") == std::string::npos) continue;
     const size_t at = s.find(" cpu_hz=");
     if (at == std::string::npos) continue;
     const uint64_t hz = std::strtoull(s.c_str() + at + 8, nullptr, 10);
-    if (hz > 0 && hz <= 1000000000) return static_cast<int64_t>(1000000000 / hz);
+    if (hz > 0 && hz <= 1000000000) return hz;
   }
-  return 10000000;
+  return 0;
 }
 
-// The highest sampling rate of the trace's processes whose scheduling came
-// from the kernel (their samples' source), 0 if none sampled.
-uint64_t SampledHz(const Trace& trace) {
-  uint64_t best = 0;
-  for (const auto& [id, s] : trace.strings) {
-    if (s.rfind("gotrace-meta:v1 ", 0) != 0 || s.find(" sched=kernel") == std::string::npos)
-      continue;
-    const size_t at = s.find(" cpu_hz=");
-    if (at != std::string::npos)
-      best = std::max<uint64_t>(best, std::strtoull(s.c_str() + at + 8, nullptr, 10));
-  }
-  return best;
+// CPU sample period from the encoder's gotrace-meta, else the Go runtime's
+// own 100 Hz.
+int64_t CpuPeriod(const Trace& trace) {
+  const uint64_t hz = MetaCpuHz(trace, false);
+  return hz != 0 ? static_cast<int64_t>(1000000000 / hz) : 10000000;
 }
 
 }  // namespace
@@ -98,7 +93,7 @@ Status ComputeProfile(const Trace& trace, const std::string& kind, Profile* out)
       r.value += out->period;
     }
     if (samples == 0) {
-      const uint64_t hz = SampledHz(trace);
+      const uint64_t hz = MetaCpuHz(trace, /*kernel_only=*/true);
       if (hz == 0)
         return Status::Error(
             "has no CPU samples (the kernel's sampling was off or unavailable "
