@@ -147,6 +147,7 @@ TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB wi
            "_ZN12_GLOBAL__N_16DoExecIZ6execveEUlPKPcE_EEiS3_NS_10ExecTargetES3_T_",
            "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb",
            "_ZN7gotrace14EnvLeavesUsOutEPKPc",
+           "_ZN7gotrace3log11LeafProgramEPKc",
            "_ZN7gotrace12_GLOBAL__N_110PreloadsUsEPKPc",
            "_ZN7gotrace12NoteUntracedEiijmjPKcPKPcPKNS_3log8LearnPidEPNS_7ExecFdsE",
            "_ZN7gotrace11SkipTracingEPKcPKPcPNS_3log8LearnPidEPNS_7ExecFdsE",
