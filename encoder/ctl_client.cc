@@ -55,8 +55,8 @@ uint64_t NowMs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
 }
 
-// The program a launcher runs: `pid`'s one child other than its helper
-// (tracewrap-perf), if `pid` is tracewrap or `gotrace run`; else 0. The
+// The program a launcher runs: `pid`'s one child, if `pid` is tracewrap or
+// `gotrace run`; else 0. The
 // README's `tracewrap --paused -- server &` then `gotrace ctl $! start`
 // named the launcher, whose program has the channel.
 std::string Comm(int pid) {
@@ -77,7 +77,6 @@ int LaunchedProgram(int pid) {
   if (f == nullptr) return 0;
   int found = 0, n = 0, child;
   while (std::fscanf(f, "%d", &child) == 1) {
-    if (Comm(child) == "tracewrap-perf") continue;
     found = child;
     ++n;
   }

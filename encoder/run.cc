@@ -602,56 +602,44 @@ uint64_t NowNs() {
 // first process opens its events as it starts, a descendant at its second
 // thread or after 10 ms of recording (a thread's creation took 13 ms
 // longer; a 0.4 s zstd run was 3% slower).
-// The kernel keeps the hooks on while any such event is open, and for about
-// a second after. So a helper process of the launcher's opens a dummy event
-// on itself when the run starts, in parallel with the program's start, and
-// holds it until the launcher exits (its end of a pipe closes; or the
-// launcher dies: PR_SET_PDEATHSIG). Nothing waits for it. Returns the
-// launcher's end of the pipe (-1 if there is no helper).
-int HoldPerfHooks() {
+// The kernel keeps the hooks on while any such event exists (it is freed
+// when its last descriptor closes, whether or not its task still runs),
+// and for about a second after. So a thread of ours opens a dummy event on
+// itself when the run starts, in parallel with the program's start, and
+// ends; the descriptor stays open until we exit. Nothing waits for it.
+//
+// A thread, not a process: a helper process was our second child, and a
+// job that finds the program with `pgrep -P <tracewrap's pid>` (a CI
+// script, the README's `gotrace ctl` example) found two; it also cost a
+// fork per run.
+void* HoldPerfHooksThread(void*) {
+  perf_event_attr a{};
+  a.type = PERF_TYPE_SOFTWARE;
+  a.size = sizeof a;
+  a.config = PERF_COUNT_SW_DUMMY;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  // Refused (perf_event_paranoid 3, a seccomp filter): so are the traced
+  // processes' own; nothing to hold.
+  (void)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  return nullptr;
+}
+
+void HoldPerfHooks() {
   const char* sched = getenv("GOTRACE_SCHED");
-  if (sched != nullptr && std::strcmp(sched, "infer") == 0) return -1;
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  const pid_t parent = getpid();
-  const pid_t h = fork();
-  if (h < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -1;
-  }
-  if (h == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(0);
-    prctl(PR_SET_NAME, "tracewrap-perf");  // what `ps` shows beside the program
-    // Nothing of the launcher's: a caller reading our output to its end
-    // must not wait for the helper.
-    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd = 0; fd < 3; ++fd) {
-      if (null >= 0) dup2(null, fd);
-      else close(fd);
-    }
-    if (p[0] != 3) {
-      dup2(p[0], 3);
-      p[0] = 3;
-    }
-    syscall(SYS_close_range, 4, ~0u, 0);
-    perf_event_attr a{};
-    a.type = PERF_TYPE_SOFTWARE;
-    a.size = sizeof a;
-    a.config = PERF_COUNT_SW_DUMMY;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    // Refused (perf_event_paranoid 3, a seccomp filter): so are the traced
-    // processes' own; nothing to hold.
-    if (syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC) < 0) _exit(0);
-    char c;
-    while (read(p[0], &c, 1) < 0 && errno == EINTR) {
-    }
-    _exit(0);
-  }
-  close(p[0]);
-  return p[1];
+  if (sched != nullptr && std::strcmp(sched, "infer") == 0) return;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  // No signal of the program's or of a user's is ever handled on it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t t;
+  (void)pthread_create(&t, &attr, HoldPerfHooksThread, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_attr_destroy(&attr);
 }
 
 // --report (issue 15): `gotrace report` on the run's index, which lists
@@ -1044,7 +1032,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   }
 
   // --- supervise: the run's files, the marker, the program as our child ----
-  (void)HoldPerfHooks();  // (its descriptor closes when we exit)
+  HoldPerfHooks();  // (its descriptor closes when we exit)
   const char* tv = getenv("GOTRACE_OUT");
   std::string tmpl = tv != nullptr && *tv != '\0' ? tv : "gotrace.%p.trace";
   const bool relative = tmpl[0] != '/';

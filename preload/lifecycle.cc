@@ -662,7 +662,7 @@ void PendingForkEnd(uint64_t status) {
 // numeric loop) would have no CPU samples and no timeline at all. Where no
 // perf event was open on the machine in the last second, the first one
 // costs the process that opens it a `synchronize_rcu` (5 to 25 ms here);
-// tracewrap's helper (tracewrap-perf) holds one for the run.
+// tracewrap holds one for the run (run.cc, HoldPerfHooks).
 void StartKernelSched(bool stack_copies, bool startup = false);
 
 // At the start of a log: GOTRACE_SCHED=kernel and infer decide now, and

@@ -587,6 +587,22 @@ TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "
   CHECK(s.out == "T T\ndone\nstatus 0\n");
 }
 
+// A runner finds the program it started through tracewrap as tracewrap's
+// child (`pgrep -P`). A helper process that held the kernel's perf hooks for
+// the run was a second child with tracewrap's own command line (the kernel's
+// records on: the helper held them).
+TEST_CASE("tracewrap: the program is its only child", "[tracewrap]") {
+  TempDir dir;
+  const ProcResult r =
+      Script(dir, TracewrapCommand(/*infer=*/false) + " -q -o " + dir.File("c.trace") +
+                      " -- sleep 1 & tw=$!; "
+                      "for i in $(seq 100); do pgrep -P $tw -x sleep >/dev/null && break; "
+                      "sleep 0.02; done; pgrep -P $tw | wc -l; "
+                      "ps -o comm= --ppid $tw; wait $tw; echo status $?");
+  INFO(r.Describe() << "\n" << r.out << r.err);
+  CHECK(r.out == "1\nsleep\nstatus 0\n");
+}
+
 TEST_CASE(
     "tracewrap: started in the background of a script, QUIT and INT sent to it reach the program",
     "[tracewrap]") {

@@ -786,7 +786,6 @@ TEST_CASE("flight recorder: a killed process's recorder is recovered by tracewra
                wenv, dir.path());
   pid_t prog = 0;
   for (int i = 0; i < 200 && prog == 0; ++i) {
-    // (tracewrap's other child is its helper, tracewrap-perf.)
     const ProcResult p = RunProcess({"pgrep", "-P", std::to_string(wrap.pid()), "-x", "window_server"});
     if (p.Exited(0) && !p.out.empty()) prog = static_cast<pid_t>(std::stol(p.out));
     std::this_thread::sleep_for(20ms);
