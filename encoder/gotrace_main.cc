@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include <time.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -419,8 +420,11 @@ int CmdReport(int argc, char** argv) {
     Status st = report::ReadRunIndex(path, &procs);
     if (!st.ok()) return Fail(path + ": " + st.message()), 2;
     const size_t before = inputs.size();
-    for (const auto& p : procs)
-      if (!p.trace.empty()) inputs.push_back(p.trace);
+    for (const auto& p : procs) {
+      inputs.insert(inputs.end(), p.windows.begin(), p.windows.end());
+      if (!p.trace.empty() && std::find(p.windows.begin(), p.windows.end(), p.trace) == p.windows.end())
+        inputs.push_back(p.trace);
+    }
     if (inputs.size() == before) return Fail(path + ": the run index lists no trace"), 2;
   }
   traces.swap(inputs);

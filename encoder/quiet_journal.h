@@ -80,6 +80,8 @@ inline constexpr uint32_t kQuietForeign = 16;    // with kQuietSkipped: a static
                                                  // ELF class, which LD_PRELOAD cannot reach
 inline constexpr uint32_t kQuietNoPreload = 32;  // with kQuietSkipped: its exec'er's environment
                                                  // for it leaves the library out (env -i)
+inline constexpr uint32_t kQuietPaused = 64;     // ended paused (--paused, gotrace ctl stop): it
+                                                 // recorded only in its trace windows, if any
 // QuietHeader::exit_status when the process could not tell (a signal that
 // killed it outright is its parent's to say).
 inline constexpr uint64_t kQuietNoStatus = ~uint64_t{0};

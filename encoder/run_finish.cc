@@ -29,6 +29,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -65,6 +66,7 @@ struct Item {
   bool running = false;  // no end record, held open by a live process
   bool killed = false;   // no end record, held by nobody
   bool quiet = false;
+  bool paused = false;   // ended paused: recorded only in its trace windows
   bool encoded = false;
   uint64_t killed_end_ns = 0;  // killed: its end, from its reaping (ModelOptions)
   std::string written;   // the trace actually written (a taken name gets .1, ...)
@@ -341,28 +343,84 @@ void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
   }
 }
 
-// The trace windows (issue 16: OUT.w<n>, OUT.<pid>.w<n>) written into the
-// run's output directory since it started (not older than its stamp),
-// sorted.
-std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const struct stat* stamp) {
+// The traces the run's processes wrote themselves while it ran (issue 16),
+// in its output directory since it started (not older than its stamp),
+// sorted: their trace windows (OUT.w<n>, OUT.<pid>.w<n>), and what a
+// process recorded from its start until a `gotrace ctl stop` or `snapshot`
+// (--ctl, the flight recorder: OUT, OUT.<pid>). Not those the launcher
+// wrote (`written`), and only files that are traces (a user's OUT.txt is
+// not).
+std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const struct stat* stamp,
+                                      const std::set<std::string>& written) {
   std::vector<std::string> out;
   const std::string prefix = req.prefix != nullptr ? req.prefix : "";
   DIR* d = opendir(req.outdir);
   if (d == nullptr) return out;
   for (dirent* e; (e = readdir(d)) != nullptr;) {
     const std::string name = e->d_name;
-    const size_t w = name.rfind(".w");
-    if (name.compare(0, prefix.size(), prefix) != 0 || w == std::string::npos ||
-        w + 2 >= name.size() || name.find_first_not_of("0123456789", w + 2) != std::string::npos) {
+    if (name.compare(0, prefix.size(), prefix) != 0 || EndsWith(name, ".gtlog") ||
+        EndsWith(name, ".json"))
       continue;
-    }
     const std::string path = std::string(req.outdir) + "/" + name;
+    if (written.count(path) != 0) continue;
     struct stat st {};
-    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && NotOlder(st, stamp))
-      out.push_back(path);
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !NotOlder(st, stamp)) continue;
+    char head[16] = {0};
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      const size_t n = std::fread(head, 1, sizeof head, f);
+      std::fclose(f);
+      // "go 1.19 trace\0\0\0": a Go trace's header.
+      const std::string_view h(head, n);
+      if (h.substr(0, 5) == "go 1." && h.find(" trace") != std::string_view::npos)
+        out.push_back(path);
+    }
   }
   closedir(d);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Each process's trace windows, by pid, in window order: a window is named
+// after its process's trace, OUT.w<n> for the run's first process,
+// OUT.<pid>.w<n> for the others (OUT.<pid>.<image>.w<n> for an exec'd
+// image), the pid where the template puts it with %p. So a window is the
+// process's whose pid is the first number in its name (after the run's
+// prefix) that is the pid of a process of the run; the first process's if
+// none is.
+std::map<uint32_t, std::vector<std::string>> WindowsByPid(const std::vector<std::string>& windows,
+                                                         const std::string& prefix,
+                                                         const std::set<uint32_t>& pids,
+                                                         uint32_t root) {
+  std::map<uint32_t, std::vector<std::pair<uint64_t, std::string>>> numbered;
+  for (const std::string& path : windows) {
+    const std::string name = Base(path);
+    // OUT....w<n>: window n; otherwise the recording from the start (0).
+    size_t w = name.rfind(".w");
+    if (w == std::string::npos || w + 2 >= name.size() ||
+        name.find_first_not_of("0123456789", w + 2) != std::string::npos)
+      w = name.size();
+    const uint64_t n = w < name.size() ? std::strtoull(name.c_str() + w + 2, nullptr, 10) : 0;
+    uint32_t pid = root;
+    for (size_t i = std::min(prefix.size(), w); i < w;) {
+      if (name[i] < '0' || name[i] > '9') {
+        ++i;
+        continue;
+      }
+      const size_t end = name.find_first_not_of("0123456789", i);
+      const uint64_t v = std::strtoull(name.substr(i, end - i).c_str(), nullptr, 10);
+      if (v <= 0xffffffffu && pids.count(static_cast<uint32_t>(v)) != 0) {
+        pid = static_cast<uint32_t>(v);
+        break;
+      }
+      i = end;
+    }
+    numbered[pid].emplace_back(n, path);
+  }
+  std::map<uint32_t, std::vector<std::string>> out;
+  for (auto& [pid, v] : numbered) {
+    std::sort(v.begin(), v.end());
+    for (auto& [n, path] : v) out[pid].push_back(std::move(path));
+  }
   return out;
 }
 
@@ -483,7 +541,10 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (skipped && retracted.count({e.h.pid, e.h.image})) continue;
       Item it;
       it.readable = true;
-      it.quiet = true;
+      // Ended paused: not quiet, not recording; its windows are its traces.
+      it.paused = (e.h.flags & log::kQuietPaused) != 0;
+      it.quiet = !it.paused;
+      it.no_events = it.paused;  // no log: nothing to encode, nothing failed
       LogSummary& m = it.sum;
       m.pid = e.h.pid;
       m.ppid = e.h.ppid;
@@ -600,6 +661,20 @@ int FinishRun(const GotraceFinishRequest& req) {
     if (it.sum.skipped && it.sum.end_ns == 0) return -1;
     return static_cast<int64_t>(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns));
   };
+
+  // The trace windows (--paused, --ctl, the flight recorder's snapshots),
+  // which the processes wrote themselves, by process.
+  std::set<std::string> written;
+  for (const Item& it : items)
+    if (it.encoded) written.insert(it.written);
+  const std::vector<std::string> window_files = WindowTraces(req, run_stamp, written);
+  std::map<uint32_t, std::vector<std::string>> windows;
+  if (!window_files.empty()) {
+    std::set<uint32_t> pids;
+    for (const Item& it : items) pids.insert(it.sum.pid);
+    windows = WindowsByPid(window_files, req.prefix != nullptr ? req.prefix : "", pids,
+                           static_cast<uint32_t>(req.root_pid));
+  }
 
   // Lines.
   int traces = 0, quiet = 0, killed_traces = 0;
@@ -740,7 +815,16 @@ int FinishRun(const GotraceFinishRequest& req) {
       j += ", \"running\": " + std::string(it.running ? "true" : "false");
       j += ", \"threads\": " + std::to_string(it.encoded ? it.stats.model.threads : it.sum.threads);
       j += ", \"events\": " + std::to_string(it.encoded ? it.stats.events : 0);
-      j += ", \"records\": " + std::to_string(it.sum.records) + "}";
+      j += ", \"records\": " + std::to_string(it.sum.records);
+      // Its trace windows, in order (the last one may be its trace, written
+      // from the log it left recording).
+      j += ", \"windows\": [";
+      if (const auto w = windows.find(it.sum.pid); w != windows.end() && !it.sum.exec_d) {
+        for (size_t k = 0; k < w->second.size(); ++k)
+          j += (k ? ", " : "") + JsonString(Base(w->second[k]));
+      }
+      j += "]";
+      j += "}";
     }
     j += "\n  ]\n}\n";
     const std::string tmp = index_path + ".tmp";
@@ -764,8 +848,21 @@ int FinishRun(const GotraceFinishRequest& req) {
                    prog, empty_killed);
     // (A trace that could not be written has its line above, with the
     // command that writes it: it recorded something.)
+    // Recording paused (--paused, --ctl): the windows are the run's traces,
+    // written by the processes themselves as each closed.
+    auto say_windows = [&] {
+      if (window_files.empty()) return;
+      std::string list;
+      for (size_t i = 0; i < window_files.size() && i < 4; ++i)
+        list += (i ? ", " : "") + shown(window_files[i]);
+      if (window_files.size() > 4)
+        list += ", ... (" + std::to_string(window_files.size()) + " in all)";
+      std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
+    };
     auto say_no_trace = [&] {
-      if (traces != 0 || empty_killed != 0 || running != 0 || unwritten != 0) return;
+      if (traces != 0 || empty_killed != 0 || running != 0 || unwritten != 0 ||
+          !window_files.empty())
+        return;
       std::fprintf(stderr,
                    "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "
                    "says why if it turned itself off; or the program ran another with LD_PRELOAD "
@@ -781,8 +878,12 @@ int FinishRun(const GotraceFinishRequest& req) {
         return a->stats.events > b->stats.events;
       });
       std::string not_traced;
+      if (const auto n = std::count_if(items.begin(), items.end(),
+                                       [](const Item& it) { return it.paused; });
+          n > 0)
+        not_traced = ", " + std::to_string(n) + " ended paused (their trace windows are below)";
       if (!skipped_items.empty())
-        not_traced = ", " + std::to_string(skipped_items.size()) +
+        not_traced += ", " + std::to_string(skipped_items.size()) +
                      " not traced (learned quiet earlier in the run; --every-process traces them)";
       if (!no_preload_items.empty())
         not_traced += ", " + std::to_string(no_preload_items.size()) +
@@ -804,9 +905,10 @@ int FinishRun(const GotraceFinishRequest& req) {
                    "%s: %zu processes ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
                    prog, pids.size(), images.c_str(), traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
-      std::fprintf(stderr, "  %7s %7s %6s %9s %10s  %s\n", "pid", "ppid", "exit", "time", "events",
-                   "command");
       const size_t rows = std::min<size_t>(shown_procs.size(), 8);
+      if (rows > 0)
+        std::fprintf(stderr, "  %7s %7s %6s %9s %10s  %s\n", "pid", "ppid", "exit", "time",
+                     "events", "command");
       for (size_t i = 0; i < rows; ++i) {
         const Item& it = *shown_procs[i];
         std::string cmd = Printable(CommandLine(it.sum.argv));
@@ -844,15 +946,9 @@ int FinishRun(const GotraceFinishRequest& req) {
       if (!no_preload_items.empty())
         std::fprintf(stderr, "  without the library: %s\n", by_name(no_preload_items).c_str());
       say_no_trace();
-    } else if (const std::vector<std::string> windows = WindowTraces(req, run_stamp);
-               !windows.empty()) {
-      // Recording paused (--paused, --ctl): the windows are the run's traces,
-      // written by the processes themselves as each closed.
-      std::string list;
-      for (size_t i = 0; i < windows.size() && i < 4; ++i)
-        list += (i ? ", " : "") + shown(windows[i]);
-      if (windows.size() > 4) list += ", ... (" + std::to_string(windows.size()) + " in all)";
-      std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
+      say_windows();
+    } else if (!window_files.empty()) {
+      say_windows();
     } else if (const char* start = getenv("GOTRACE_START");
                traces == 0 && start != nullptr && std::strcmp(start, "paused") == 0) {
       // (The program started paused and no window was opened: nothing was

@@ -13,11 +13,15 @@
 // socket is bound through /proc/self/fd/N/, so a directory swapped in after
 // the checks is never used. A file in the socket's way is removed only if it
 // is a socket of ours (a stale one: pids are reused), never followed. Each
-// connection's peer credentials (SO_PEERCRED) must carry our uid: another
-// user gets the connection closed and nothing else.
+// connection's peer credentials (SO_PEERCRED) must carry our uid, the uid
+// the channel was opened as, or root's: another user gets the connection
+// closed and nothing else.
+//
+// Fork children (a prefork server's workers) open a channel of their own as
+// they are forked (lifecycle.cc, ForkChildControl).
 //
 // Cost. The thread exists only where asked for (GOTRACE_START=paused,
-// GOTRACE_CTL=1): a second thread changes a program (glibc's single-thread
+// GOTRACE_CTL=1, and their fork children): a second thread changes a program (glibc's single-thread
 // fast paths end), so it is not in every traced process. It blocks in
 // accept(2) with every signal blocked, and never records.
 //===----------------------------------------------------------------------===//
@@ -52,6 +56,10 @@ char g_sock_name[32];     // <pid>.sock
 int g_dir_fd = -1;
 std::atomic<uint32_t> g_tid{0};
 std::atomic<bool> g_closed{false};
+// The user the channel was opened as: a worker forked by root that then
+// became www-data keeps its socket in root's directory, and root's
+// `gotrace ctl` must still be heard.
+uint32_t g_owner_uid = 0;
 
 void Refuse(const char* what, const char* why) {
   char buf[512];
@@ -187,9 +195,14 @@ void Serve(int c) {
   struct ucred cred {};
   socklen_t len = sizeof cred;
   if (sys::Syscall6(SYS_getsockopt, c, SOL_SOCKET, SO_PEERCRED, reinterpret_cast<long>(&cred),
-                    reinterpret_cast<long>(&len)) != 0 ||
-      cred.uid != static_cast<uid_t>(sys::Syscall6(SYS_geteuid))) {
-    return;  // another user: nothing
+                    reinterpret_cast<long>(&len)) != 0) {
+    return;
+  }
+  // This process's user, the one the channel was opened as, or root (who
+  // could read this process's memory anyway); another user: nothing.
+  if (cred.uid != static_cast<uid_t>(sys::Syscall6(SYS_geteuid)) && cred.uid != g_owner_uid &&
+      cred.uid != 0) {
+    return;
   }
   // A client that connects and says nothing must not hold the channel.
   const struct timeval tv {5, 0};
@@ -261,6 +274,9 @@ void* ControlMain(void*) {
 }  // namespace
 
 bool ControlStart() {
+  // (Again in a fork child: ControlAfterFork closed the parent's.)
+  g_closed.store(false, std::memory_order_relaxed);
+  g_owner_uid = static_cast<uint32_t>(sys::Syscall6(SYS_geteuid));
   if (!OpenPrivateDir()) return false;
   const int s = Listen();
   if (s < 0) return false;

@@ -465,6 +465,7 @@ bool StartLog(bool fork_child = false, void (*before_bind)() = nullptr) {
   if (!fork_child) {
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
+    if (g.window == 0) g.began_ns = g.start_ns;
   }
   // Staged (issue 18): no file until the process records something worth
   // a trace of its own (MaterializeSlow).
@@ -588,6 +589,7 @@ void LearnQuietEnd(uint64_t status, bool reaped) {
 // entries in the shell job, "quiet: (fork) x156"). Async-signal-safe: raw
 // system calls, memory it owns (the termination handler may call it).
 GT_NOINLINE void QuietEntry(uint64_t status);
+bool g_paused_end_written = false;  // PausedEnd, once per image
 void QuietEnd() {
   const uint64_t status = g.exit_status.load(std::memory_order_acquire);
   const bool exec_d = status != 0 && (status & ~kExitKnown) == log::kExitExec;
@@ -629,6 +631,40 @@ void QuietEntry(uint64_t status) {
   if (n == 0) return;
   AppendJournal(entry, n);
   LearnQuietEnd(status, nkids != 0);
+}
+
+// A process that ends paused (GOTRACE_START=paused, or after `gotrace ctl
+// stop`) has no log for the launcher to read: its windows are traces it
+// wrote itself. Its entry says who it was and how it ended, so that the
+// run's index lists it (a prefork server's workers, a paused shell's
+// commands), with kQuietPaused: it is not quiet, it was not recording.
+// Async-signal-safe (a SIGTERM ends most services); not for an exec (the
+// new image is the same process and writes its own). Once per image.
+int ForkCommand(char*** args_out);
+void PausedEnd(uint64_t status) {
+  if (g.config.journal_path[0] == '\0' || g_paused_end_written) return;
+  g_paused_end_written = true;
+  log::QuietHeader h = QuietHeaderNow(status, 0, 0);
+  h.flags |= log::kQuietPaused;
+  if (g.began_ns != 0) h.start_ns = g.began_ns;  // not its last window's start
+  if (h.ppid == 0) h.ppid = static_cast<uint32_t>(sys::GetPPid());  // (no log ever said it)
+  // A fork's image: its command line as it rewrote it (a worker's title),
+  // as a fork child's log says at its end (RecordForkCommand).
+  char** argv = g.argv;
+  int argc = g.argc;
+  if (g.forked_image) {
+    char** title;
+    const int n = ForkCommand(&title);
+    if (n > 0) {
+      argv = title;
+      argc = n;
+    }
+  }
+  char exe[kExecPathMax];
+  ExecPath(exe, sizeof exe);
+  alignas(8) uint8_t entry[log::kQuietMaxBytes];
+  AppendJournal(entry, log::BuildQuietEntry(entry, sizeof entry, h, nullptr, exe, argv,
+                                            argv != nullptr ? static_cast<size_t>(argc) : 0));
 }
 
 // A fork child that ends, not by an exec, before it recorded anything (its
@@ -806,7 +842,9 @@ size_t ReadTaskFile(uint32_t tid, const char* what, char* buf, size_t cap) {
 // record of a log is the one the index uses. The parent's arguments (the
 // copy made before its main) stand in where it cannot be read. With the
 // process stream's lock held.
-void RecordForkCommand() {
+// The process's command line as /proc shows it now, its arguments in
+// *args (static storage: one caller at a time); how many (0: unreadable).
+int ForkCommand(char*** args_out) {
   GT_LARGE_BSS static char bytes[log::ChunkWriter::kMaxArgvBytes + 1];
   static char* args[internal::kMaxArgs + 1];
   // The process's command line, as the task of its first thread shows it.
@@ -818,6 +856,13 @@ void RecordForkCommand() {
     if (bytes[i] != '\0' && (i == 0 || bytes[i - 1] == '\0')) args[argc++] = bytes + i;
   }
   args[argc] = nullptr;
+  *args_out = args;
+  return argc;
+}
+
+void RecordForkCommand() {
+  char** args;
+  const int argc = ForkCommand(&args);
   if (argc > 0)
     internal::WriteProcessInfoLocked(argc, args);
   else if (g.argv != nullptr)
@@ -1229,6 +1274,10 @@ void Finalize(bool for_exec) {
       TracerScope tracer;
       ErrnoGuard errno_guard;
       PendingForkEnd(g.exit_status.load(std::memory_order_acquire));
+    } else if (!for_exec && g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
+      TracerScope tracer;
+      ErrnoGuard errno_guard;
+      PausedEnd(g.exit_status.load(std::memory_order_acquire));
     }
     return;
   }
@@ -1778,6 +1827,9 @@ void CrashFlush(int sig, bool in_handler) {
     if (expected == Phase::kShutdown && g.fork_log_pending.load(std::memory_order_acquire)) {
       if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));
       PendingForkEnd(g.exit_status.load(std::memory_order_acquire));
+    } else if (expected == Phase::kPaused) {
+      if (!in_handler) SetExitStatus(static_cast<uint64_t>(sig));
+      PausedEnd(g.exit_status.load(std::memory_order_acquire));
     }
     return;
   }
@@ -2164,6 +2216,41 @@ void BeforeFork() {
   fdclass::WipeOnFork();
 }
 
+// Problem: a fork child of a process with a control channel had none (its
+// thread is the parent's), so a prefork server's workers, where its work
+// is, could not be started, stopped or snapshotted, and a paused server's
+// workers (and a daemon's master, forked from the process tracewrap
+// started) were never traced at all. Each such child now opens a channel
+// of its own, <pid>.sock, as it is forked: a thread and a socket, about
+// 0.1 ms, paid also by a child that only execs (whose new image opens one
+// anyway). Out of the fork path's code window: only services pay it.
+GT_NOINLINE void ForkChildControl() {
+  TracerScope tracer;
+  (void)ControlStart();
+}
+
+// A fork child of a paused process: paused too, a process of its own (its
+// windows are PATH.<pid>.wN), with the kernel's records opened now, on its
+// only thread, as a paused process opens them at its start (Init).
+GT_NOINLINE void PausedForkChild() {
+  TracerScope tracer;
+  PoolForgetForChild(/*keep_slot=*/false);
+  PoolResetIfForked();  // the parent's slots and kernel records are not ours
+  g.ppid = static_cast<uint32_t>(g.pid);
+  g.pid = sys::GetPid();
+  g.descendant = true;
+  g.forked_image = true;
+  g.image = 0;
+  g.app_threads.store(1, std::memory_order_relaxed);
+  g.flusher_running.store(false);
+  g.flusher_retired.store(false);
+  g.start_ns = sys::MonotonicNs();
+  g.start_ticks = sys::Ticks();
+  g.began_ns = g.start_ns;
+  if (g.config.sched != SchedMode::kInfer) StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
+  ForkChildControl();
+}
+
 void AtForkChild() {
   // What the parent's other threads held or were doing at the fork is
   // nobody's in the child, whose only thread would wait for it (H12): the
@@ -2179,13 +2266,18 @@ void AtForkChild() {
   // The child's log, when it makes one, decides for itself (StartLog).
   g.staged.store(false, std::memory_order_relaxed);
   g.ending.store(false, std::memory_order_relaxed);  // the child's life begins
-  // The control channel is the parent's (its thread is not in the child);
-  // a child of a paused process stays untraced, a window's child traces its
-  // whole life into a trace of its own (not a window).
+  // The control channel is the parent's (its thread is not in the child):
+  // the child opens its own (ForkChildControl). A child of a paused process
+  // is paused too, a window's child traces its whole life into a trace of
+  // its own (not a window) unless told otherwise through its channel.
   ControlAfterFork();
   if (g.window != 0) g.window = 0;
   if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
-    g.phase.store(Phase::kDisabled, std::memory_order_release);
+    if (!g.config.control || !g.config.follow) {
+      g.phase.store(Phase::kDisabled, std::memory_order_release);
+      return;
+    }
+    PausedForkChild();
     return;
   }
   // A fork child that had recorded nothing yet (its log pending) forks in
@@ -2243,6 +2335,7 @@ void AtForkChild() {
     // and pthread_setspecific was one more page of libc's code per fork.
     // The process began now: its log's start, whenever the log is made.
     g.start_ns = sys::MonotonicNs();
+    g.began_ns = g.start_ns;
     g.start_ticks = sys::Ticks();
     g.kernel_tried.store(true);  // nothing to attach the kernel's records to yet
     g.phase.store(Phase::kShutdown, std::memory_order_release);
@@ -2253,6 +2346,7 @@ void AtForkChild() {
   // its first recorded call, if any (a subshell that computes, a child
   // that only writes through stdio: no samples, no timeline).
   if (GT_UNLIKELY(g.config.sched == SchedMode::kKernel)) (void)StartForkChildLog();
+  if (GT_UNLIKELY(g.config.control)) ForkChildControl();
 }
 
 // Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n:ppid") from the
@@ -2425,6 +2519,7 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
     // Issue 16: no log until the control channel opens a window.
     g.start_ns = sys::MonotonicNs();
     g.start_ticks = sys::Ticks();
+    g.began_ns = g.start_ns;
     g.phase.store(Phase::kPaused, std::memory_order_seq_cst);
     // The kernel's records as a process that records from its start opens
     // them: on this thread, before any other exists, so that every thread

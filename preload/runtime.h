@@ -161,7 +161,8 @@ struct Globals {
   int log_fd = -1;
   int control_fd = -1;  // the control channel's listening socket (issue 16)
   Tick start_ticks = 0;
-  uint64_t start_ns = 0;
+  uint64_t start_ns = 0;  // the current log's start (a trace window's, if one)
+  uint64_t began_ns = 0;  // this process image's start (its exec or fork)
   uint32_t ncpus = 1;
   Tick stack_min_ticks = 0;  // system calls shorter than this get no stack
   // System and network calls that waited this long (log::kQuietIoCallNs)

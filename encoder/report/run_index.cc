@@ -221,6 +221,10 @@ Status ReadRunIndex(const std::string& path, std::vector<IndexedProcess>* out) {
         if (a.type == JValue::kStr) ip.argv.push_back(a.str);
     if (const JValue* v = pv.Get("trace"); v && v->type == JValue::kStr && !v->str.empty())
       ip.trace = v->str[0] == '/' ? v->str : dir + v->str;
+    if (const JValue* v = pv.Get("windows"); v && v->type == JValue::kArr)
+      for (const JValue& w : v->arr)
+        if (w.type == JValue::kStr && !w.str.empty())
+          ip.windows.push_back(w.str[0] == '/' ? w.str : dir + w.str);
     out->push_back(std::move(ip));
   }
   return Status::Ok();

@@ -3,8 +3,8 @@
 //
 // `tracewrap` writes OUT.index.json (issue 18): {"version":1, "processes":
 // [{"pid":N, "ppid":N, "argv":[...], "trace":"path relative to the index, or
-// null", ...}]}. `gotrace report INDEX` reports every process with a trace;
-// unknown keys are ignored.
+// null", "windows":["path", ...], ...}]}. `gotrace report INDEX` reports every
+// process's trace and trace windows; unknown keys are ignored.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -20,6 +20,9 @@ struct IndexedProcess {
   int64_t pid = 0, ppid = 0;
   std::vector<std::string> argv;
   std::string trace;  // resolved against the index's directory; "" = none
+  // Its trace windows ("windows": --paused, --ctl, flight snapshots), in
+  // order, resolved likewise; the last may be `trace` too.
+  std::vector<std::string> windows;
 };
 
 // Whether `bytes` (the start of a file) look like JSON rather than a trace.

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "test/scenarios/scenario_util.h"
@@ -804,6 +805,94 @@ TEST_CASE("flight recorder: a killed process's recorder is recovered by tracewra
   REQUIRE(ticks.size() > 10);
   CHECK(ticks.front() > ticks.back() / 3);  // 3 s ran, about 0.5 s kept
   CHECK(static_cast<double>(t.events.back().ts) / 1e9 < 2.5);
+}
+
+// The children of `pid` (pgrep -P), waited for (bounded) until there are `n`.
+std::vector<pid_t> ChildrenOf(pid_t pid, size_t n) {
+  std::vector<pid_t> out;
+  for (int i = 0; i < 250 && out.size() < n; ++i) {
+    out.clear();
+    const ProcResult p = RunProcess({"pgrep", "-P", std::to_string(pid)});
+    std::istringstream in(p.out);
+    for (long c; in >> c;) out.push_back(static_cast<pid_t>(c));
+    if (out.size() < n) std::this_thread::sleep_for(20ms);
+  }
+  return out;
+}
+
+// The index entry of process `pid` ("" if none).
+std::string EntryOfPid(const std::string& index, pid_t pid) {
+  const size_t at = index.find("{\"pid\": " + std::to_string(pid) + ",");
+  if (at == std::string::npos) return "";
+  return index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
+}
+
+// A prefork server (nginx, Apache's prefork, PostgreSQL) does its work in
+// workers it forks without exec. A fork child had no control channel (the
+// channel's thread is its parent's), so no window could be opened in a
+// worker; under --paused the workers (and a daemon's master) were never
+// traced at all, and the index listed neither them nor their windows.
+TEST_CASE("windows: a prefork server's workers each have a channel; the index lists their windows",
+          "[windows][run]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> wenv = env;
+  wenv.push_back("GOTRACE_LIB=" + PreloadLib());
+  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o", dir.File("p.trace"),
+                Scenario("prefork_server")},
+               wenv, dir.path());
+  const std::vector<pid_t> master = ChildrenOf(wrap.pid(), 1);
+  REQUIRE(master.size() == 1);
+  const std::vector<pid_t> workers = ChildrenOf(master[0], 2);
+  REQUIRE(workers.size() == 2);
+  const pid_t w = workers[0];
+  AwaitChannel(w, env);
+  AwaitChannel(workers[1], env);
+  ProcResult r = Ctl(w, "status", env);
+  CHECK(r.out == "ok: pid " + std::to_string(w) + ", paused, 0 windows written\n");
+  const std::string w1 = dir.File("p.trace." + std::to_string(w) + ".w1");
+  r = Ctl(w, "start", env);
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("recording window 1 into " + w1) != std::string::npos);
+  std::this_thread::sleep_for(400ms);
+  r = Ctl(w, "stop", env);
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("ok: wrote " + w1 + " (1 thread") != std::string::npos);
+  // The master's channel is its own: nothing was recorded there.
+  CHECK(Ctl(master[0], "status", env).out.find("paused, 0 windows written") != std::string::npos);
+
+  const int status = wrap.Finish();
+  INFO(wrap.Err());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(wrap.Out().find("done ") != std::string::npos);
+  // The worker's window: its jobs (a read of its pipe, a sleep) with
+  // symbolized stacks.
+  REQUIRE(ValidateTrace(w1).empty());
+  const ParsedTrace t = ParseWithGo(w1);
+  CHECK(t.Count("GoSleep") >= 50);
+  CHECK(t.Count("GoBlockNet") + t.Count("GoSysBlock") >= 50);
+  // Every process is in the index, the worker with its window; no
+  // channel is left behind.
+  const std::string index = Slurp(dir.File("p.trace.index.json"));
+  INFO(index);
+  CHECK(Occurrences(index, "\"pid\": ") == 3);
+  const std::string entry = EntryOfPid(index, w);
+  CHECK_THAT(entry, Catch::Contains("\"windows\": [\"p.trace." + std::to_string(w) + ".w1\"]"));
+  CHECK_THAT(entry, Catch::Contains("\"quiet\": false"));
+  CHECK_THAT(entry, Catch::Contains("\"exit\": {\"code\":0}"));
+  CHECK_THAT(EntryOfPid(index, workers[1]), Catch::Contains("\"windows\": []"));
+  CHECK_THAT(EntryOfPid(index, master[0]), Catch::Contains("\"windows\": []"));
+  CHECK_THAT(wrap.Err(), Catch::Contains("3 ended paused"));
+  CHECK_THAT(wrap.Err(), Catch::Contains("the run's trace windows: " + w1));
+  CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
+  // `gotrace report` on the index reads the window.
+  const ProcResult rep = RunProcess({Gotrace(), "report", dir.File("p.trace.index.json")});
+  INFO(rep.Describe());
+  CHECK(rep.Exited(0));
+  CHECK_THAT(rep.out, Catch::Contains("== " + w1));
 }
 
 }  // namespace
