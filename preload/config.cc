@@ -171,11 +171,23 @@ void ReadConfig(Config* c) {
     else if (sys::StrEq(v, "running")) c->start_paused = false;
     else Invalid("GOTRACE_START", v, "paused or running");
   }
+  bool mode_given = false;
   if ((v = Var("MODE")) && *v) {
+    mode_given = sys::StrEq(v, "flight") || sys::StrEq(v, "full");
     if (sys::StrEq(v, "flight")) c->flight = true;
     else if (!sys::StrEq(v, "full")) Invalid("GOTRACE_MODE", v, "full or flight");
   }
   if ((v = Var("FLIGHT")) && *v) {
+    // GOTRACE_FLIGHT alone asks for a flight recorder (it was ignored
+    // without GOTRACE_MODE=flight: a full trace, no channel, no word);
+    // with GOTRACE_MODE=full it is ignored, and one line says so.
+    if (!mode_given) c->flight = true;
+    else if (!c->flight) {
+      char buf[256];
+      sys::Line l(buf, sizeof buf);
+      l.Str("ignoring GOTRACE_FLIGHT='").Str(v).Str("': GOTRACE_MODE=full records the whole run");
+      sys::Log(l.c_str());
+    }
     // 30s, 500ms, 64MiB, 64MB
     const size_t n = sys::StrLen(v);
     char num[32] = {0};

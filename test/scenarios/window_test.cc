@@ -807,6 +807,35 @@ TEST_CASE("flight recorder: a killed process's recorder is recovered by tracewra
   CHECK(static_cast<double>(t.events.back().ts) / 1e9 < 2.5);
 }
 
+// GOTRACE_FLIGHT without GOTRACE_MODE was silently ignored: a full trace, no
+// channel to snapshot through.
+TEST_CASE("flight recorder: GOTRACE_FLIGHT alone asks for one; with GOTRACE_MODE=full, one line",
+          "[windows][flight]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> fenv = env;
+  fenv.insert(fenv.end(), {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_FLIGHT=2s",
+                           "GOTRACE_OUT=" + dir.File("f.trace")});
+  {
+    Service srv({Scenario("window_server")}, fenv, dir.path());
+    AwaitChannel(srv.pid(), env);
+    const ProcResult r = Ctl(srv.pid(), "status", env);
+    INFO(r.Describe());
+    CHECK(r.out.find("flight recorder keeping the last 2.00 s") != std::string::npos);
+    CHECK(srv.Finish() == 0);
+    CHECK(srv.Err().find("ignoring") == std::string::npos);
+  }
+  fenv.push_back("GOTRACE_MODE=full");
+  fenv.push_back("GOTRACE_QUIET=1");
+  const ProcResult full = RunProcess({Scenario("sleepers")}, [&] {
+    ProcOptions o;
+    o.env = fenv;
+    return o;
+  }());
+  CHECK(full.Exited(0));
+  CHECK(full.err == "gotrace: ignoring GOTRACE_FLIGHT='2s': GOTRACE_MODE=full records the whole run\n");
+}
+
 // The children of `pid` (pgrep -P), waited for (bounded) until there are `n`.
 std::vector<pid_t> ChildrenOf(pid_t pid, size_t n) {
   std::vector<pid_t> out;
