@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -30,16 +31,60 @@
 namespace gotrace {
 namespace {
 
+// The process's user ids (real, effective, saved, file system: the Uid
+// line of /proc/PID/status), and its $XDG_RUNTIME_DIR if we may read its
+// environment (ours, or we are root).
+std::vector<uint32_t> ProcessUids(int pid) {
+  std::vector<uint32_t> out;
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (f == nullptr) return out;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned v[4];
+    if (std::sscanf(line, "Uid: %u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4) {
+      out.assign(v, v + 4);
+      break;
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
+std::string ProcessXdg(int pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/environ").c_str(), "r");
+  if (f == nullptr) return "";
+  std::string env, found;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) env.append(buf, n);
+  std::fclose(f);
+  for (size_t at = 0; at < env.size();) {
+    const size_t end = std::min(env.find('\0', at), env.size());
+    if (env.compare(at, 16, "XDG_RUNTIME_DIR=") == 0) found = env.substr(at + 16, end - at - 16);
+    at = end + 1;
+  }
+  return found;
+}
+
+// Where `pid`'s socket may be: this user's directories, then the process's
+// own user's (a service run as postgres, asked by root; a worker that
+// changed its user after its channel opened keeps its first user's).
 std::vector<std::string> SocketCandidates(int pid) {
   std::vector<std::string> out;
   char dir[256];
+  auto add = [&](const char* xdg, uint32_t uid) {
+    if (xdg != nullptr && xdg[0] != '/') return;
+    if (!control::DirFor(xdg, uid, dir, sizeof dir)) return;
+    const std::string path = std::string(dir) + "/" + std::to_string(pid) + ".sock";
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+  };
   const uint32_t uid = static_cast<uint32_t>(geteuid());
-  if (const char* xdg = getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/' &&
-                                                    control::DirFor(xdg, uid, dir, sizeof dir)) {
-    out.push_back(std::string(dir) + "/" + std::to_string(pid) + ".sock");
+  add(getenv("XDG_RUNTIME_DIR"), uid);
+  add(nullptr, uid);
+  const std::string xdg = ProcessXdg(pid);
+  for (uint32_t u : ProcessUids(pid)) {
+    if (!xdg.empty()) add(xdg.c_str(), u);
+    add(nullptr, u);
   }
-  if (control::DirFor(nullptr, uid, dir, sizeof dir))
-    out.push_back(std::string(dir) + "/" + std::to_string(pid) + ".sock");
   return out;
 }
 
@@ -126,8 +171,10 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
       return CtlRequest(program, command, timeout_s, reply, error);  // (its program's channel)
     } else {
       *error = "process " + std::to_string(pid) +
-               " has no control channel: it is not traced, or was started without "
-               "GOTRACE_START=paused or GOTRACE_CTL=1 (looked for " + tried + ")";
+               " has no control channel: it is not traced, or is traced without one (a "
+               "channel comes with tracewrap --paused, --ctl or a flight recorder: "
+               "GOTRACE_START=paused, GOTRACE_CTL=1, GOTRACE_MODE=flight; and with the "
+               "fork of a process that has one) (looked for " + tried + ")";
     }
     return false;
   }

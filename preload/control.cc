@@ -29,6 +29,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,6 +61,23 @@ char g_sock_name[32];     // <pid>.sock
 int g_dir_fd = -1;
 std::atomic<uint32_t> g_tid{0};
 std::atomic<bool> g_closed{false};
+// Wakes the control thread from its poll: a credential change to mirror
+// (MirrorCapset, MirrorPrctl) or the channel's end. An eventfd.
+int g_wake_fd = -1;
+// The credential change to mirror: posted under g_op_lock by the program's
+// thread (generation g_op_gen), made by the control thread (g_op_done).
+struct CredOp {
+  long sysno = 0;
+  long a[4] = {};
+  __user_cap_header_struct hdr{};
+  __user_cap_data_struct data[2]{};
+};
+CredOp g_op;
+std::atomic_flag g_op_lock = ATOMIC_FLAG_INIT;
+std::atomic<uint32_t> g_op_gen{0};
+std::atomic<uint32_t> g_op_done{0};
+// A control thread was made (it may not run yet: g_tid is then 0).
+std::atomic<bool> g_started{false};
 // The user the channel was opened as: a worker forked by root that then
 // became www-data keeps its socket in root's directory, and root's
 // `gotrace ctl` must still be heard.
@@ -184,6 +206,9 @@ int Listen() {
     Refuse(g_dir, b != 0 ? strerrordesc_np(static_cast<int>(-b)) : "listen failed");
     return -1;
   }
+  // Non-blocking: the thread waits in poll (with its wake-up), and a
+  // connection gone between poll and accept must not hold it.
+  sys::Syscall6(SYS_fcntl, s, F_SETFL, O_NONBLOCK);
   const long high = sys::Fcntl(static_cast<int>(s), F_DUPFD_CLOEXEC, 600);
   if (high < 0) return static_cast<int>(s);
   sys::Close(static_cast<int>(s));
@@ -246,15 +271,75 @@ void Serve(int c) {
   (void)sys::WriteAllNoSigpipe(c, out, len_out + 1);
 }
 
+// Makes the posted credential change in this (the control) thread.
+void ApplyCredOp() {
+  const uint32_t gen = g_op_gen.load(std::memory_order_acquire);
+  if (gen == g_op_done.load(std::memory_order_relaxed)) return;
+  if (g_op.sysno == SYS_capset) {
+    __user_cap_header_struct hdr = g_op.hdr;
+    hdr.pid = 0;  // this thread
+    sys::Syscall6(SYS_capset, reinterpret_cast<long>(&hdr), reinterpret_cast<long>(g_op.data));
+  } else if (g_op.sysno == SYS_prctl) {
+    sys::Syscall6(SYS_prctl, g_op.a[0], g_op.a[1], g_op.a[2], g_op.a[3]);
+  }
+  g_op_done.store(gen, std::memory_order_release);
+  sys::Syscall6(SYS_futex, reinterpret_cast<long>(&g_op_done), FUTEX_WAKE_PRIVATE, 1);
+}
+
+// Posts `op` to the control thread and waits (at most 2 s) until it has
+// made it. Not from the control thread, nor without one.
+void Mirror(const CredOp& op) {
+  // A thread made but not running yet (its tid unknown: the program's main
+  // may run before it) was given the credentials of the moment it was made:
+  // it makes the change as it starts (ControlMain).
+  const uint32_t tid = g_tid.load(std::memory_order_acquire);
+  if (!g_started.load(std::memory_order_acquire) || g_wake_fd < 0 ||
+      g_closed.load(std::memory_order_acquire) || tid == static_cast<uint32_t>(sys::GetTid()) ||
+      (tid != 0 && sys::Syscall6(SYS_tgkill, sys::GetPid(), tid, 0) != 0))
+    return;
+  for (int tries = 0; g_op_lock.test_and_set(std::memory_order_acquire); ++tries) {
+    if (tries > 200000) return;
+    sys::Syscall6(SYS_sched_yield);
+  }
+  g_op = op;
+  const uint32_t gen = g_op_gen.load(std::memory_order_relaxed) + 1;
+  g_op_gen.store(gen, std::memory_order_release);
+  const uint64_t one = 1;
+  (void)sys::Write(g_wake_fd, &one, sizeof one);
+  const uint64_t deadline = sys::MonotonicNs() + 2'000'000'000ull;
+  for (;;) {
+    const uint32_t done = g_op_done.load(std::memory_order_acquire);
+    if (done == gen || sys::MonotonicNs() > deadline) break;
+    const struct timespec ts {0, 10'000'000};
+    sys::Syscall6(SYS_futex, reinterpret_cast<long>(&g_op_done), FUTEX_WAIT_PRIVATE, done,
+                  reinterpret_cast<long>(&ts));
+  }
+  g_op_lock.clear(std::memory_order_release);
+}
+
 void* ControlMain(void*) {
   t_state.depth += kTracerDepth;  // never traced
   NoteTracerThread();
   g_tid.store(static_cast<uint32_t>(sys::GetTid()), std::memory_order_release);
+  ApplyCredOp();  // one posted before this thread ran
   while (!g_closed.load(std::memory_order_acquire)) {
     const int ls = __atomic_load_n(&g.control_fd, __ATOMIC_ACQUIRE);
     if (ls < 0) break;
+    // The listening socket (non-blocking) and the wake-up.
+    struct pollfd p[2] = {{ls, POLLIN, 0}, {g_wake_fd, POLLIN, 0}};
+    const long n = sys::Syscall6(SYS_poll, reinterpret_cast<long>(p), g_wake_fd >= 0 ? 2 : 1, -1);
+    if (n == -EINTR) continue;
+    if (n < 0) break;
+    if ((p[1].revents & POLLIN) != 0) {
+      uint64_t count;
+      (void)sys::Read(g_wake_fd, &count, sizeof count);
+      ApplyCredOp();
+      continue;
+    }
+    if ((p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) break;  // shut down
+    if ((p[0].revents & POLLIN) == 0) continue;
     const long c = sys::Syscall6(SYS_accept4, ls, 0, 0, SOCK_CLOEXEC);
-    if (c == -EINTR || c == -ECONNABORTED) continue;
+    if (c == -EINTR || c == -ECONNABORTED || c == -EAGAIN) continue;
     if (c < 0) {
       // The socket was shut down (exit) or taken away: end quietly, after a
       // pause if it may be transient (out of descriptors).
@@ -280,11 +365,23 @@ bool ControlStart() {
   if (!OpenPrivateDir()) return false;
   const int s = Listen();
   if (s < 0) return false;
+  const long wake = sys::Syscall6(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake >= 0) {
+    const long high = sys::Fcntl(static_cast<int>(wake), F_DUPFD_CLOEXEC, 600);
+    if (high >= 0) {
+      sys::Close(static_cast<int>(wake));
+      g_wake_fd = static_cast<int>(high);
+    } else {
+      g_wake_fd = static_cast<int>(wake);
+    }
+  }
   __atomic_store_n(&g.control_fd, s, __ATOMIC_RELEASE);
   // A window's trace is encoded on this thread (libdw, the scheduling model):
   // 16 MiB reserved, touched only as used.
+  g_started.store(true, std::memory_order_release);
   const int rc = StartTracerThread(ControlMain, 16u << 20, "gotrace-ctl");
   if (rc != 0) {
+    g_started.store(false, std::memory_order_release);
     ControlStop();
     Refuse("its thread:", strerrordesc_np(rc));
     return false;
@@ -298,21 +395,60 @@ void ControlStop() {
   if (s < 0) return;
   if (sys::GetPid() == g.pid && g_dir_fd >= 0)
     sys::Syscall6(SYS_unlinkat, g_dir_fd, reinterpret_cast<long>(g_sock_name), 0);
-  // Wakes the thread from accept(2) (EINVAL), which then ends.
+  // Wakes the thread from its poll (the socket hangs up; and the eventfd),
+  // which then ends. (The eventfd stays open: the thread may still read it.)
   sys::Syscall6(SYS_shutdown, s, SHUT_RDWR);
+  if (g_wake_fd >= 0) {
+    const uint64_t one = 1;
+    (void)sys::Write(g_wake_fd, &one, sizeof one);
+  }
   sys::Close(s);
 }
 
 void ControlAfterFork() {
   if (!g.config.control) return;  // (nothing to touch: no copy-on-write faults)
   g_tid.store(0, std::memory_order_relaxed);
+  g_started.store(false, std::memory_order_relaxed);
   g_closed.store(true, std::memory_order_relaxed);
   const int s = __atomic_exchange_n(&g.control_fd, -1, __ATOMIC_ACQ_REL);
   if (s >= 0) sys::Close(s);  // the parent's socket stays open in the parent
   if (g_dir_fd >= 0) sys::Close(g_dir_fd);
   g_dir_fd = -1;
+  if (g_wake_fd >= 0) sys::Close(g_wake_fd);
+  g_wake_fd = -1;
+  g_op_lock.clear(std::memory_order_relaxed);  // (a mirror the fork interrupted)
 }
 
 uint32_t ControlTid() { return g_tid.load(std::memory_order_acquire); }
+
+bool control::IsCredPrctl(int option) {
+  return option == PR_SET_KEEPCAPS || option == PR_SET_SECUREBITS ||
+         option == PR_CAPBSET_DROP || option == PR_CAP_AMBIENT;
+}
+
+void control::MirrorCapset(const void* header, const void* data) {
+  if (!g_started.load(std::memory_order_acquire) || header == nullptr || data == nullptr) return;
+  CredOp op;
+  op.sysno = SYS_capset;
+  std::memcpy(&op.hdr, header, sizeof op.hdr);
+  // Another thread's (pid other than ours) is refused by the kernel anyway.
+  if (op.hdr.pid != 0 && op.hdr.pid != sys::GetTid()) return;
+  const size_t n = op.hdr.version == _LINUX_CAPABILITY_VERSION_1 ? 1 : 2;
+  std::memcpy(op.data, data, n * sizeof op.data[0]);
+  Mirror(op);
+}
+
+void control::MirrorPrctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+                          unsigned long a5) {
+  if (!g_started.load(std::memory_order_acquire)) return;
+  CredOp op;
+  op.sysno = SYS_prctl;
+  op.a[0] = option;
+  op.a[1] = static_cast<long>(a2);
+  op.a[2] = static_cast<long>(a3);
+  op.a[3] = static_cast<long>(a4);
+  (void)a5;  // (none of the mirrored options has a fifth argument)
+  Mirror(op);
+}
 
 }  // namespace gotrace

@@ -27,4 +27,21 @@ void ControlAfterFork();
 // The control thread's tid (0: none): never traced, never a stand-in.
 uint32_t ControlTid();
 
+namespace control {
+// A per-thread credential change the program made, to be made in the
+// control thread too: capset(2) (capabilities are a thread's own) or a
+// prctl(2) of keepcaps, securebits, the bounding or the ambient set.
+// glibc changes a process's uids and gids in every thread it knows of
+// (SIGSETXID) and aborts the process when the threads' results differ:
+// `setpriv --reuid=U --regid=G` (keepcaps, setresuid, capset, setresgid)
+// died of SIGABRT with the control thread beside it. Waits (at most 2 s)
+// until the control thread has made the change. Called after the
+// program's own call succeeded; a no-op without a control thread.
+void MirrorCapset(const void* header, const void* data);
+void MirrorPrctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+                 unsigned long a5);
+// Whether a prctl option changes a thread's credentials (MirrorPrctl).
+bool IsCredPrctl(int option);
+}  // namespace control
+
 }  // namespace gotrace

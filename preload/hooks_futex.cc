@@ -24,8 +24,10 @@
 // harmless for calls with fewer.
 //===----------------------------------------------------------------------===//
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "preload/lifecycle.h"
@@ -94,6 +96,9 @@ GT_NOINLINE long FutexSlow(long a1, long a2, long a3, long a4, long a5, long a6)
 
 }  // namespace
 
+// Ours (hooks_lifecycle.cc); glibc declares no capset.
+extern "C" int capset(__user_cap_header_struct* header, __user_cap_data_struct* data);
+
 // syscall@@GLIBC_2.2.5. Async-signal-safe; allocates nothing.
 GT_EXPORT long syscall(long number, ...) {
   va_list ap;
@@ -107,6 +112,15 @@ GT_EXPORT long syscall(long number, ...) {
     if (GT_UNLIKELY(number == SYS_exit_group)) {
       if (!IsVforkChild()) SetExitStatus(static_cast<uint64_t>(a1 & 0xff) << 8);
       FinishProcess();  // (a vfork child passes straight through)
+    }
+    // A thread's credentials (capset, prctl's keepcaps, ...): mirrored in
+    // the control thread, as the libc functions are (hooks_lifecycle.cc).
+    if (GT_UNLIKELY(number == SYS_capset)) {
+      return capset(reinterpret_cast<__user_cap_header_struct*>(a1),
+                    reinterpret_cast<__user_cap_data_struct*>(a2));
+    }
+    if (GT_UNLIKELY(number == SYS_prctl)) {
+      return prctl(static_cast<int>(a1), a2, a3, a4, a5);
     }
     return GT_REAL(syscall)(number, a1, a2, a3, a4, a5, a6);
   }

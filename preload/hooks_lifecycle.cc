@@ -17,15 +17,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "encoder/quiet_journal.h"
+#include "preload/control.h"
 #include "preload/lifecycle.h"
 #include "preload/real.h"
 #include "preload/runtime.h"
@@ -494,6 +497,38 @@ GT_EXPORT void quick_exit(int status) {
 // A program that installs its own SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT handler
 // gets exactly the behaviour it asked for (sigaction reports it back; our
 // handler calls it after flushing), but our handler stays the kernel's.
+
+// --- Credentials -----------------------------------------------------------
+// Capabilities, keepcaps and securebits belong to a thread: a change the
+// program makes in its thread is made in the control thread too (see
+// control::MirrorCapset), or glibc's next setresgid, which it makes in every
+// thread, finds the two disagreeing and aborts the process. Both are thin
+// system call wrappers in glibc (errno from the result), as here.
+GT_EXPORT int capset(__user_cap_header_struct* header, __user_cap_data_struct* data) {
+  const long r = sys::Syscall6(SYS_capset, reinterpret_cast<long>(header), reinterpret_cast<long>(data));
+  if (r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  control::MirrorCapset(header, data);
+  return 0;
+}
+
+GT_EXPORT int prctl(int option, ...) {
+  va_list ap;
+  va_start(ap, option);
+  const unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+  const unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  const long r = sys::Syscall6(SYS_prctl, option, static_cast<long>(a2), static_cast<long>(a3),
+                               static_cast<long>(a4), static_cast<long>(a5));
+  if (r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  if (GT_UNLIKELY(control::IsCredPrctl(option))) control::MirrorPrctl(option, a2, a3, a4, a5);
+  return static_cast<int>(r);
+}
 
 GT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (!gotrace::CrashSignalInterposed(sig)) return GT_REAL(sigaction)(sig, act, old);

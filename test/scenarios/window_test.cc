@@ -362,6 +362,82 @@ TEST_CASE("windows: the control channel answers its user only, and says why not"
   CHECK(FilesEnding(dir.path(), ".w1").empty());
 }
 
+// A service run as another user (postgres, www-data) keeps its socket in
+// that user's directory, which root's `gotrace ctl` never looked in ("has
+// no control channel"), and its channel refused root's connection.
+TEST_CASE("windows: root reaches the channel of a service run as another user", "[windows]") {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+    WARN("skipped: needs root and setpriv");
+    return;
+  }
+  TempDir dir;
+  chmod(dir.path().c_str(), 0755);
+  // Copies nobody may read and run, whatever the build tree's modes.
+  auto copy = [&dir](const std::string& from, const std::string& name) {
+    const std::string to = dir.File(name);
+    std::ifstream in(from, std::ios::binary);
+    std::ofstream out(to, std::ios::binary);
+    out << in.rdbuf();
+    out.close();
+    chmod(to.c_str(), 0755);
+    return to;
+  };
+  const std::string lib = copy(PreloadLib(), "libgotrace.so");
+  copy(std::string(GOTRACE_BUILD_DIR) + "/libgotrace_encode.so", "libgotrace_encode.so");
+  const std::string prog = copy(Scenario("window_server"), "window_server");
+  const std::string out = dir.File("out");
+  REQUIRE(mkdir(out.c_str(), 0777) == 0);
+  chmod(out.c_str(), 0777);
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);  // the client's (root's)
+  // The service's: no XDG_RUNTIME_DIR (its socket goes to /tmp/gotrace-65534).
+  Service srv({"/usr/bin/env", "-u", "XDG_RUNTIME_DIR", "/usr/bin/setpriv", "--reuid=65534",
+               "--regid=65534", "--clear-groups", prog},
+              {"LD_PRELOAD=" + lib, "GOTRACE_START=paused", "GOTRACE_OUT=" + out + "/n.trace"},
+              dir.path());
+  AwaitChannel(srv.pid(), env);
+  ProcResult r = Ctl(srv.pid(), "start", env);
+  INFO(r.Describe());
+  CHECK(r.Exited(0));
+  std::this_thread::sleep_for(200ms);
+  r = Ctl(srv.pid(), "stop", env);
+  INFO(r.Describe());
+  CHECK(r.Exited(0));
+  CHECK(r.out.find("ok: wrote " + out + "/n.trace.w1") != std::string::npos);
+  CHECK(WIFEXITED(srv.Finish()));
+  INFO(srv.Err());
+  CHECK(ValidateTrace(out + "/n.trace.w1").empty());
+}
+
+// Capabilities, keepcaps and securebits belong to a thread. setpriv keeps
+// its capabilities across setresuid (PR_SET_KEEPCAPS, then capset) before
+// it calls setresgid, which glibc makes in every thread it knows of: the
+// control thread, without those capabilities, failed it, and glibc aborted
+// the process (SIGABRT, every run with GOTRACE_CTL=1; half the paused ones,
+// when the control thread had not run yet).
+TEST_CASE("windows: a program that keeps its capabilities across setresuid runs as untraced",
+          "[windows]") {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+    WARN("skipped: needs root and setpriv");
+    return;
+  }
+  TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  for (const char* mode : {"GOTRACE_CTL=1", "GOTRACE_START=paused"}) {
+    for (int i = 0; i < 10; ++i) {
+      ProcOptions o;
+      o.env = env;
+      o.env.insert(o.env.end(), {"LD_PRELOAD=" + PreloadLib(), mode, "GOTRACE_QUIET=1",
+                                 "GOTRACE_OUT=" + dir.File("s.trace")});
+      const ProcResult r = RunProcess({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                       "--clear-groups", "/bin/true"},
+                                      o);
+      INFO(mode << " run " << i << ": " << r.Describe() << "\n" << r.err);
+      REQUIRE(r.Exited(0));
+    }
+  }
+}
+
 // A paused process opens the kernel's records as it starts, on its main
 // thread, as one that records from its start does: every thread inherits
 // them. Opened by the first window's start they were the control thread's
