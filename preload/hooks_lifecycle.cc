@@ -105,8 +105,8 @@ using gotrace::ExecEnv;
 constexpr size_t kPathMax = 4096;  // a program's path: PATH_MAX
 
 // The environment for the new image (ours, on the stack) or envp unchanged.
-char* const* ChildEnv(char* const* envp, ExecEnv* env) {
-  return gotrace::ExecEnvironment(envp, env) ? env->ptrs : envp;
+char* const* ChildEnv(char* const* envp, ExecEnv* env, bool same_process) {
+  return gotrace::ExecEnvironment(envp, env, /*untraced=*/false, same_process) ? env->ptrs : envp;
 }
 
 // Whether an exec of `path` can succeed: an executable regular file. An exec
@@ -317,7 +317,7 @@ int DoExec(char* const* envp, ExecTarget t, char* const* argv, Exec exec) {
                           argv, learned ? &who : nullptr, &kept);
   } else {
     if (learned) gotrace::CloseExecFds(&kept);  // (ExecEnvironment said no)
-    child = ChildEnv(envp, &env);
+    child = ChildEnv(envp, &env, /*same_process=*/!vfork_child);
   }
   const bool finalize = !vfork_child && phase == Phase::kReady && may_succeed;
   if (finalize) gotrace::BeforeExec();
@@ -355,7 +355,7 @@ int DoSpawn(pid_t* pid, ExecTarget t, char* const* argv, char* const* envp, Spaw
                             target, argv, learned ? &who : nullptr);
     return r;
   }
-  return spawn(ChildEnv(envp, &env));
+  return spawn(ChildEnv(envp, &env, /*same_process=*/false));
 }
 
 // execl-style argument lists, gathered on the stack.

@@ -2981,10 +2981,18 @@ bool EnvLeavesUsOut(char* const* envp) {
 // 16-byte constant in .rodata, a page fault in every exec'ing fork child.)
 __attribute__((optimize("no-tree-slp-vectorize"))) bool ExecEnvironment(char* const* envp,
                                                                         ExecEnv* env,
-                                                                        bool untraced) {
+                                                                        bool untraced,
+                                                                        bool same_process) {
   // (An environment the program made without our library, `env -i`: the
   // new image runs untraced and gets none of our variables either.)
-  const bool follow = g.config.follow && !untraced && !ListsLibraries(envp) && PreloadsUs(envp);
+  // GOTRACE_FOLLOW=0 leaves out other processes, not the program's next
+  // image: under tracewrap --no-follow `sh -c 'exec node ...'` and `npm`
+  // (a #!/usr/bin/env node script) wrote no trace at all.
+  // (Its pid: a fork child that followed nothing kept the fields the
+  // launcher's child had.)
+  const bool program = !g.config.follow && same_process && sys::GetPid() == g.root_pid;
+  const bool follow = (g.config.follow || program) && !untraced && !ListsLibraries(envp) &&
+                      PreloadsUs(envp);
   bool asan_seen = false;
   sys::Line(env->root, sizeof env->root).Str(g_lit.root_pid).U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)

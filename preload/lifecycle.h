@@ -78,8 +78,12 @@ void ExecEnvRoom(char* const* envp, size_t* ptrs, size_t* preload_bytes);
     name.preload_cap = gt_bytes_;                                                    \
   }
 // untraced: leave our library out (as GOTRACE_FOLLOW=0 does), for a
-// program the run learned quiet (SkipTracing).
-bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false);
+// program the run learned quiet (SkipTracing). same_process: an exec of this
+// process (not a spawn, nor a vfork child's exec): with GOTRACE_FOLLOW=0 the
+// run's first process keeps the library across it (`sh -c 'exec prog'`,
+// `env prog`, a `#!/usr/bin/env node` script are the program).
+bool ExecEnvironment(char* const* envp, ExecEnv* env, bool untraced = false,
+                     bool same_process = false);
 // Whether an exec with `envp` leaves our library out where it would follow
 // (the program made the environment itself: `env -i`, a subprocess's env=):
 // the new image runs untraced, and is listed so (log::kQuietNoPreload).

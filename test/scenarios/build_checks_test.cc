@@ -145,7 +145,7 @@ TEST_CASE("libgotrace.so: what a fork child runs before exec is in one 64 KiB wi
            "_ZN7gotrace12_GLOBAL__N_117TermSigactionSlowEiPK9sigactionPS1_",
            "_ZN7gotrace12_GLOBAL__N_14KeepEiRK9sigaction",
            "_ZN12_GLOBAL__N_16DoExecIZ6execveEUlPKPcE_EEiS3_NS_10ExecTargetES3_T_",
-           "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb",
+           "_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEbb",
            "_ZN7gotrace14EnvLeavesUsOutEPKPc",
            "_ZN7gotrace3log11LeafProgramEPKc",
            "_ZN7gotrace12_GLOBAL__N_110PreloadsUsEPKPc",
@@ -178,7 +178,7 @@ TEST_CASE("libgotrace.so: the exec path of a fork child loads no constant from .
   const uint64_t lo = std::stoull(m[1].str(), nullptr, 16);
   const uint64_t hi = lo + std::stoull(m[2].str(), nullptr, 16);
   for (const char* fn :
-       {"_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEb", "_ZN12_GLOBAL__N_111PreloadableEPKci",
+       {"_ZN7gotrace15ExecEnvironmentEPKPcPNS_7ExecEnvEbb", "_ZN12_GLOBAL__N_111PreloadableEPKci",
         "_ZN7gotrace11ExecEnvRoomEPKPcPmS3_"}) {
     INFO(fn);
     ProcResult d = RunProcess(

@@ -587,6 +587,28 @@ TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "
   CHECK(s.out == "T T\ndone\nstatus 0\n");
 }
 
+// --no-follow traces "only the program itself", and the program is its
+// images: `sh -c 'exec node ...'`, `env prog`, npm (a #!/usr/bin/env node
+// script) wrote no trace at all, every exec leaving the library out.
+TEST_CASE("tracewrap: --no-follow traces the program through its execs, not its children",
+          "[tracewrap]") {
+  TempDir dir;
+  const ProcResult r =
+      Wrap({"--no-follow", "-o", dir.File("n.trace"), "--", "/bin/sh", "-c",
+            "/bin/sleep 0.05 & wait; exec /usr/bin/env " + Scenario("sleepers")},
+           dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  REQUIRE(ValidateTrace(dir.File("n.trace")).empty());
+  CHECK(ParseWithGo(dir.File("n.trace")).Count("GoSleep") == 45);
+  // The background sleep (a child) is not traced: no trace of its own.
+  const std::string index = Slurp(dir.File("n.trace.index.json"));
+  INFO(index);
+  const std::string sleep = IndexEntry(index, "/bin/sleep");
+  if (!sleep.empty()) CHECK(EntryTrace(sleep).empty());
+  CHECK(EntryTrace(IndexEntry(index, Scenario("sleepers"))) == "n.trace");
+}
+
 // A runner finds the program it started through tracewrap as tracewrap's
 // child (`pgrep -P`). A helper process that held the kernel's perf hooks for
 // the run was a second child with tracewrap's own command line (the kernel's
