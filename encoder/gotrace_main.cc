@@ -9,6 +9,7 @@
 // Errors are one line on stderr and a non-zero exit status.
 //===----------------------------------------------------------------------===//
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -420,12 +421,27 @@ int CmdReport(int argc, char** argv) {
     Status st = report::ReadRunIndex(path, &procs);
     if (!st.ok()) return Fail(path + ": " + st.message()), 2;
     const size_t before = inputs.size();
+    // A trace the index lists but that is gone (removed since, or the run
+    // moved without it) is said once and left out: the others are reported.
+    size_t missing = 0;
+    auto add = [&](const std::string& t) {
+      if (access(t.c_str(), F_OK) == 0) {
+        inputs.push_back(t);
+      } else {
+        ++missing;
+        std::fprintf(stderr, "gotrace: warning: %s is missing (listed by %s); reporting the others\n",
+                     t.c_str(), path.c_str());
+      }
+    };
     for (const auto& p : procs) {
-      inputs.insert(inputs.end(), p.windows.begin(), p.windows.end());
+      for (const std::string& w : p.windows) add(w);
       if (!p.trace.empty() && std::find(p.windows.begin(), p.windows.end(), p.trace) == p.windows.end())
-        inputs.push_back(p.trace);
+        add(p.trace);
     }
-    if (inputs.size() == before) return Fail(path + ": the run index lists no trace"), 2;
+    if (inputs.size() == before)
+      return Fail(path + (missing > 0 ? ": every trace the run index lists is missing"
+                                      : ": the run index lists no trace")),
+             2;
   }
   traces.swap(inputs);
   std::vector<report::Report> reports;

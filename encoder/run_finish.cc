@@ -887,7 +887,8 @@ int FinishRun(const GotraceFinishRequest& req) {
                      " not traced (learned quiet earlier in the run; --every-process traces them)";
       if (!no_preload_items.empty())
         not_traced += ", " + std::to_string(no_preload_items.size()) +
-                      " not traced (started with an environment without the library: env -i)";
+                      " not traced (started with an environment without the library: env -i, "
+                      "or a program's own environment for it)";
       if (!foreign_items.empty())
         not_traced +=
             ", " + std::to_string(foreign_items.size()) +
@@ -902,8 +903,8 @@ int FinishRun(const GotraceFinishRequest& req) {
                                      ? ""
                                      : ", " + std::to_string(procs.size()) + " program images";
       std::fprintf(stderr,
-                   "%s: %zu processes ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
-                   prog, pids.size(), images.c_str(), traces, quiet, not_traced.c_str(),
+                   "%s: %zu %s ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
+                   prog, pids.size(), pids.size() == 1 ? "process" : "processes", images.c_str(), traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
       const size_t rows = std::min<size_t>(shown_procs.size(), 8);
       if (rows > 0)

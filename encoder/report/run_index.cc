@@ -204,6 +204,15 @@ Status ReadRunIndex(const std::string& path, std::vector<IndexedProcess>* out) {
     return Status::Error("not a run index: bad JSON at offset " + std::to_string(p.offset()));
   const JValue* version = root.type == JValue::kObj ? root.Get("version") : nullptr;
   const JValue* procs = root.type == JValue::kObj ? root.Get("processes") : nullptr;
+  // The placeholder a run's launcher makes as it starts ({"version": 1,
+  // "running": "tracewrap (pid N) writes this index when its program
+  // ends"}): still running, or killed before it could write the index.
+  if (const JValue* running = root.type == JValue::kObj ? root.Get("running") : nullptr;
+      !procs && running != nullptr && running->type == JValue::kStr) {
+    return Status::Error("not written yet: " + running->str +
+                         " (a launcher killed before that leaves this placeholder; its "
+                         "processes' traces, if any, are next to it)");
+  }
   if (!version || version->type != JValue::kNum || !procs || procs->type != JValue::kArr)
     return Status::Error("not a run index (no \"version\" and \"processes\")");
   if (version->num != 1)

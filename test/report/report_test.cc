@@ -593,7 +593,10 @@ TEST_CASE("a run index stands for the traces it lists", "[report][cli]") {
        "the run index lists no trace"},
       {"{\"version\": 1, \"processes\": [", "not a run index: bad JSON at offset"},
       {"{\"hello\": 1}", "not a run index"},
-      {"{\"version\": 1, \"processes\": [{\"trace\": \"missing.trace\"}]}", ""},
+      // The placeholder of a launcher still running, or killed.
+      {"{\"version\": 1, \"running\": \"tracewrap (pid 7299) writes this index when its program "
+       "ends\"}",
+       "not written yet: tracewrap (pid 7299) writes this index when its program ends"},
   };
   for (const auto& [text, what] : bad) {
     const std::string p = dir.File("bad.index.json");
@@ -602,9 +605,25 @@ TEST_CASE("a run index stands for the traces it lists", "[report][cli]") {
     INFO(text << " -> " << b.err);
     CHECK(b.Exited(2));
     CHECK(std::count(b.err.begin(), b.err.end(), '\n') == 1);
-    if (!what.empty()) CHECK_THAT(b.err, Catch::StartsWith("gotrace: " + p + ": " + what));
-    else CHECK_THAT(b.err, Catch::Contains("missing.trace: No such file"));
+    CHECK_THAT(b.err, Catch::StartsWith("gotrace: " + p + ": " + what));
   }
+  // A listed trace that is gone: said, the others reported (the windows
+  // too); all gone: exit 2.
+  const std::string p = dir.File("gone.index.json");
+  std::ofstream(p, std::ios::trunc)
+      << R"({"version": 1, "processes": [{"pid": 1, "trace": "missing.trace"},
+             {"pid": 2, "trace": null, "windows": ["app.trace", "sub/child.trace"]}]})";
+  ProcResult g = RunProcess({Gotrace(), "report", p});
+  INFO(g.err);
+  CHECK(g.Exited(0));
+  CHECK(g.err == "gotrace: warning: " + dir.File("missing.trace") + " is missing (listed by " + p +
+                     "); reporting the others\n");
+  CHECK_THAT(g.out, Catch::Contains("== " + dir.File("app.trace")));
+  CHECK_THAT(g.out, Catch::Contains("== " + dir.File("sub/child.trace")));
+  std::ofstream(p, std::ios::trunc) << R"({"version": 1, "processes": [{"trace": "missing.trace"}]})";
+  g = RunProcess({Gotrace(), "report", p});
+  CHECK(g.Exited(2));
+  CHECK_THAT(g.err, Catch::EndsWith("gotrace: " + p + ": every trace the run index lists is missing\n"));
 }
 
 TEST_CASE("bad input is one line naming the file, exit 2", "[report][cli]") {
