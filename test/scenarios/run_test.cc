@@ -620,7 +620,7 @@ TEST_CASE("a fork child's log starts at its first record, its process at the for
   const uint64_t ns = std::stoull(entry.substr(d + 15));
   CHECK(ns >= 95'000'000);  // (the loop reads the wall clock, the index the monotonic one)
   // It recorded something (the wait), so it has a log of its own.
-  CHECK(entry.find("\"records\": 0}") == std::string::npos);
+  CHECK(entry.find("\"records\": 0,") == std::string::npos);
 }
 
 TEST_CASE("a fork child's short file calls before anything else are not recorded (a shell's redirections)",
@@ -643,7 +643,7 @@ TEST_CASE("a fork child's short file calls before anything else are not recorded
   const std::string entry = ForkRow(index);
   REQUIRE(!entry.empty());
   CHECK(entry.find("\"trace\": null") != std::string::npos);
-  CHECK(entry.find("\"records\": 0}") != std::string::npos);
+  CHECK(entry.find("\"records\": 0,") != std::string::npos);
 }
 
 TEST_CASE("a background job whose parent ended first is listed under that parent, not init",
