@@ -174,7 +174,8 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
                " has no control channel: it is not traced, or is traced without one (a "
                "channel comes with tracewrap --paused, --ctl or a flight recorder: "
                "GOTRACE_START=paused, GOTRACE_CTL=1, GOTRACE_MODE=flight; and with the "
-               "fork of a process that has one) (looked for " + tried + ")";
+               "fork of a process that has one) (looked for " +
+               tried + ")";
     }
     return false;
   }

@@ -429,13 +429,15 @@ int CmdReport(int argc, char** argv) {
         inputs.push_back(t);
       } else {
         ++missing;
-        std::fprintf(stderr, "gotrace: warning: %s is missing (listed by %s); reporting the others\n",
+        std::fprintf(stderr,
+                     "gotrace: warning: %s is missing (listed by %s); reporting the others\n",
                      t.c_str(), path.c_str());
       }
     };
     for (const auto& p : procs) {
       for (const std::string& w : p.windows) add(w);
-      if (!p.trace.empty() && std::find(p.windows.begin(), p.windows.end(), p.trace) == p.windows.end())
+      if (!p.trace.empty() &&
+          std::find(p.windows.begin(), p.windows.end(), p.trace) == p.windows.end())
         add(p.trace);
     }
     if (inputs.size() == before)

@@ -66,7 +66,7 @@ struct Item {
   bool running = false;  // no end record, held open by a live process
   bool killed = false;   // no end record, held by nobody
   bool quiet = false;
-  bool paused = false;   // ended paused: recorded only in its trace windows
+  bool paused = false;  // ended paused: recorded only in its trace windows
   bool encoded = false;
   uint64_t killed_end_ns = 0;  // killed: its end, from its reaping (ModelOptions)
   std::string written;   // the trace actually written (a taken name gets .1, ...)
@@ -388,9 +388,9 @@ std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const str
 // prefix) that is the pid of a process of the run; the first process's if
 // none is.
 std::map<uint32_t, std::vector<std::string>> WindowsByPid(const std::vector<std::string>& windows,
-                                                         const std::string& prefix,
-                                                         const std::set<uint32_t>& pids,
-                                                         uint32_t root) {
+                                                          const std::string& prefix,
+                                                          const std::set<uint32_t>& pids,
+                                                          uint32_t root) {
   std::map<uint32_t, std::vector<std::pair<uint64_t, std::string>>> numbered;
   for (const std::string& path : windows) {
     const std::string name = Base(path);
@@ -878,13 +878,13 @@ int FinishRun(const GotraceFinishRequest& req) {
         return a->stats.events > b->stats.events;
       });
       std::string not_traced;
-      if (const auto n = std::count_if(items.begin(), items.end(),
-                                       [](const Item& it) { return it.paused; });
+      if (const auto n =
+              std::count_if(items.begin(), items.end(), [](const Item& it) { return it.paused; });
           n > 0)
         not_traced = ", " + std::to_string(n) + " ended paused (their trace windows are below)";
       if (!skipped_items.empty())
         not_traced += ", " + std::to_string(skipped_items.size()) +
-                     " not traced (learned quiet earlier in the run; --every-process traces them)";
+                      " not traced (learned quiet earlier in the run; --every-process traces them)";
       if (!no_preload_items.empty())
         not_traced += ", " + std::to_string(no_preload_items.size()) +
                       " not traced (started with an environment without the library: env -i, "
@@ -902,9 +902,9 @@ int FinishRun(const GotraceFinishRequest& req) {
       const std::string images = pids.size() == procs.size()
                                      ? ""
                                      : ", " + std::to_string(procs.size()) + " program images";
-      std::fprintf(stderr,
-                   "%s: %zu %s ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
-                   prog, pids.size(), pids.size() == 1 ? "process" : "processes", images.c_str(), traces, quiet, not_traced.c_str(),
+      std::fprintf(stderr, "%s: %zu %s ran%s: %d traced, %d quiet (no trace of their own)%s%s%s\n",
+                   prog, pids.size(), pids.size() == 1 ? "process" : "processes", images.c_str(),
+                   traces, quiet, not_traced.c_str(),
                    index_path.empty() ? "" : "; index: ", shown(index_path).c_str());
       const size_t rows = std::min<size_t>(shown_procs.size(), 8);
       if (rows > 0)

@@ -181,7 +181,8 @@ void ReadConfig(Config* c) {
     // GOTRACE_FLIGHT alone asks for a flight recorder (it was ignored
     // without GOTRACE_MODE=flight: a full trace, no channel, no word);
     // with GOTRACE_MODE=full it is ignored, and one line says so.
-    if (!mode_given) c->flight = true;
+    if (!mode_given)
+      c->flight = true;
     else if (!c->flight) {
       char buf[256];
       sys::Line l(buf, sizeof buf);

@@ -32,12 +32,12 @@
 #include <linux/capability.h>
 #include <linux/futex.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -310,7 +310,7 @@ void Mirror(const CredOp& op) {
   for (;;) {
     const uint32_t done = g_op_done.load(std::memory_order_acquire);
     if (done == gen || sys::MonotonicNs() > deadline) break;
-    const struct timespec ts {0, 10'000'000};
+    const struct timespec ts { 0, 10'000'000 };
     sys::Syscall6(SYS_futex, reinterpret_cast<long>(&g_op_done), FUTEX_WAIT_PRIVATE, done,
                   reinterpret_cast<long>(&ts));
   }
@@ -422,8 +422,8 @@ void ControlAfterFork() {
 uint32_t ControlTid() { return g_tid.load(std::memory_order_acquire); }
 
 bool control::IsCredPrctl(int option) {
-  return option == PR_SET_KEEPCAPS || option == PR_SET_SECUREBITS ||
-         option == PR_CAPBSET_DROP || option == PR_CAP_AMBIENT;
+  return option == PR_SET_KEEPCAPS || option == PR_SET_SECUREBITS || option == PR_CAPBSET_DROP ||
+         option == PR_CAP_AMBIENT;
 }
 
 void control::MirrorCapset(const void* header, const void* data) {

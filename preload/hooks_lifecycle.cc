@@ -505,7 +505,8 @@ GT_EXPORT void quick_exit(int status) {
 // thread, finds the two disagreeing and aborts the process. Both are thin
 // system call wrappers in glibc (errno from the result), as here.
 GT_EXPORT int capset(__user_cap_header_struct* header, __user_cap_data_struct* data) {
-  const long r = sys::Syscall6(SYS_capset, reinterpret_cast<long>(header), reinterpret_cast<long>(data));
+  const long r =
+      sys::Syscall6(SYS_capset, reinterpret_cast<long>(header), reinterpret_cast<long>(data));
   if (r < 0) {
     errno = static_cast<int>(-r);
     return -1;

@@ -646,7 +646,7 @@ void PausedEnd(uint64_t status) {
   g_paused_end_written = true;
   log::QuietHeader h = QuietHeaderNow(status, 0, 0);
   h.flags |= log::kQuietPaused;
-  if (g.began_ns != 0) h.start_ns = g.began_ns;  // not its last window's start
+  if (g.began_ns != 0) h.start_ns = g.began_ns;                     // not its last window's start
   if (h.ppid == 0) h.ppid = static_cast<uint32_t>(sys::GetPPid());  // (no log ever said it)
   // A fork's image: its command line as it rewrote it (a worker's title),
   // as a fork child's log says at its end (RecordForkCommand).
@@ -2247,7 +2247,8 @@ GT_NOINLINE void PausedForkChild() {
   g.start_ns = sys::MonotonicNs();
   g.start_ticks = sys::Ticks();
   g.began_ns = g.start_ns;
-  if (g.config.sched != SchedMode::kInfer) StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
+  if (g.config.sched != SchedMode::kInfer)
+    StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
   ForkChildControl();
 }
 
@@ -2980,8 +2981,7 @@ bool EnvLeavesUsOut(char* const* envp) {
 // (No store merging: GCC's SLP vectorizer set sys::Line's fields from a
 // 16-byte constant in .rodata, a page fault in every exec'ing fork child.)
 __attribute__((optimize("no-tree-slp-vectorize"))) bool ExecEnvironment(char* const* envp,
-                                                                        ExecEnv* env,
-                                                                        bool untraced,
+                                                                        ExecEnv* env, bool untraced,
                                                                         bool same_process) {
   // (An environment the program made without our library, `env -i`: the
   // new image runs untraced and gets none of our variables either.)
@@ -2991,8 +2991,8 @@ __attribute__((optimize("no-tree-slp-vectorize"))) bool ExecEnvironment(char* co
   // (Its pid: a fork child that followed nothing kept the fields the
   // launcher's child had.)
   const bool program = !g.config.follow && same_process && sys::GetPid() == g.root_pid;
-  const bool follow = (g.config.follow || program) && !untraced && !ListsLibraries(envp) &&
-                      PreloadsUs(envp);
+  const bool follow =
+      (g.config.follow || program) && !untraced && !ListsLibraries(envp) && PreloadsUs(envp);
   bool asan_seen = false;
   sys::Line(env->root, sizeof env->root).Str(g_lit.root_pid).U64(static_cast<uint64_t>(g.root_pid));
   sys::Line(env->image, sizeof env->image)

@@ -620,10 +620,12 @@ TEST_CASE("a run index stands for the traces it lists", "[report][cli]") {
                      "); reporting the others\n");
   CHECK_THAT(g.out, Catch::Contains("== " + dir.File("app.trace")));
   CHECK_THAT(g.out, Catch::Contains("== " + dir.File("sub/child.trace")));
-  std::ofstream(p, std::ios::trunc) << R"({"version": 1, "processes": [{"trace": "missing.trace"}]})";
+  std::ofstream(p, std::ios::trunc)
+      << R"({"version": 1, "processes": [{"trace": "missing.trace"}]})";
   g = RunProcess({Gotrace(), "report", p});
   CHECK(g.Exited(2));
-  CHECK_THAT(g.err, Catch::EndsWith("gotrace: " + p + ": every trace the run index lists is missing\n"));
+  CHECK_THAT(g.err,
+             Catch::EndsWith("gotrace: " + p + ": every trace the run index lists is missing\n"));
 }
 
 TEST_CASE("bad input is one line naming the file, exit 2", "[report][cli]") {

@@ -593,10 +593,9 @@ TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "
 TEST_CASE("tracewrap: --no-follow traces the program through its execs, not its children",
           "[tracewrap]") {
   TempDir dir;
-  const ProcResult r =
-      Wrap({"--no-follow", "-o", dir.File("n.trace"), "--", "/bin/sh", "-c",
-            "/bin/sleep 0.05 & wait; exec /usr/bin/env " + Scenario("sleepers")},
-           dir);
+  const ProcResult r = Wrap({"--no-follow", "-o", dir.File("n.trace"), "--", "/bin/sh", "-c",
+                             "/bin/sleep 0.05 & wait; exec /usr/bin/env " + Scenario("sleepers")},
+                            dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   REQUIRE(ValidateTrace(dir.File("n.trace")).empty());

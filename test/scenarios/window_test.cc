@@ -10,8 +10,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -429,9 +429,8 @@ TEST_CASE("windows: a program that keeps its capabilities across setresuid runs 
       o.env = env;
       o.env.insert(o.env.end(), {"LD_PRELOAD=" + PreloadLib(), mode, "GOTRACE_QUIET=1",
                                  "GOTRACE_OUT=" + dir.File("s.trace")});
-      const ProcResult r = RunProcess({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                                       "--clear-groups", "/bin/true"},
-                                      o);
+      const ProcResult r = RunProcess(
+          {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/true"}, o);
       INFO(mode << " run " << i << ": " << r.Describe() << "\n" << r.err);
       REQUIRE(r.Exited(0));
     }
@@ -909,7 +908,8 @@ TEST_CASE("flight recorder: GOTRACE_FLIGHT alone asks for one; with GOTRACE_MODE
     return o;
   }());
   CHECK(full.Exited(0));
-  CHECK(full.err == "gotrace: ignoring GOTRACE_FLIGHT='2s': GOTRACE_MODE=full records the whole run\n");
+  CHECK(full.err ==
+        "gotrace: ignoring GOTRACE_FLIGHT='2s': GOTRACE_MODE=full records the whole run\n");
 }
 
 // The children of `pid` (pgrep -P), waited for (bounded) until there are `n`.
@@ -943,8 +943,8 @@ TEST_CASE("windows: a prefork server's workers each have a channel; the index li
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
   std::vector<std::string> wenv = env;
   wenv.push_back("GOTRACE_LIB=" + PreloadLib());
-  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o", dir.File("p.trace"),
-                Scenario("prefork_server")},
+  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o",
+                dir.File("p.trace"), Scenario("prefork_server")},
                wenv, dir.path());
   const std::vector<pid_t> master = ChildrenOf(wrap.pid(), 1);
   REQUIRE(master.size() == 1);
