@@ -121,6 +121,15 @@ long control::OpenPrivateDir(char* dir, size_t cap, const char** why, bool xdg) 
 
 namespace {
 
+// `fd` moved high and close-on-exec, like the log (H27): out of the range
+// programs close or dup2 over; `fd` itself if that fails.
+int High(long fd) {
+  const long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 600);
+  if (high < 0) return static_cast<int>(fd);
+  sys::Close(static_cast<int>(fd));
+  return static_cast<int>(high);
+}
+
 // The user's private directory: created, or checked if it exists.
 bool OpenPrivateDir() {
   const char* why = nullptr;
@@ -129,14 +138,7 @@ bool OpenPrivateDir() {
     Refuse(g_dir[0] != '\0' ? g_dir : "the control directory", why);
     return false;
   }
-  // High and close-on-exec, like the log (H27).
-  const long high = sys::Fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 600);
-  if (high >= 0) {
-    sys::Close(static_cast<int>(fd));
-    g_dir_fd = static_cast<int>(high);
-  } else {
-    g_dir_fd = static_cast<int>(fd);
-  }
+  g_dir_fd = High(fd);
   return true;
 }
 
@@ -209,10 +211,7 @@ int Listen() {
   // Non-blocking: the thread waits in poll (with its wake-up), and a
   // connection gone between poll and accept must not hold it.
   sys::Syscall6(SYS_fcntl, s, F_SETFL, O_NONBLOCK);
-  const long high = sys::Fcntl(static_cast<int>(s), F_DUPFD_CLOEXEC, 600);
-  if (high < 0) return static_cast<int>(s);
-  sys::Close(static_cast<int>(s));
-  return static_cast<int>(high);
+  return High(s);
 }
 
 // One request: a command line in, one line out.
@@ -366,15 +365,7 @@ bool ControlStart() {
   const int s = Listen();
   if (s < 0) return false;
   const long wake = sys::Syscall6(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake >= 0) {
-    const long high = sys::Fcntl(static_cast<int>(wake), F_DUPFD_CLOEXEC, 600);
-    if (high >= 0) {
-      sys::Close(static_cast<int>(wake));
-      g_wake_fd = static_cast<int>(high);
-    } else {
-      g_wake_fd = static_cast<int>(wake);
-    }
-  }
+  if (wake >= 0) g_wake_fd = High(wake);
   __atomic_store_n(&g.control_fd, s, __ATOMIC_RELEASE);
   // A window's trace is encoded on this thread (libdw, the scheduling model):
   // 16 MiB reserved, touched only as used.
