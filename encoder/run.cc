@@ -1298,6 +1298,15 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
       index += tmpl[i];
     }
   }
+  // With a '%' in the name nothing was reserved at the start: an index of
+  // an earlier run of the same program (%e) or pid (%p) gives way to the
+  // first free number (and stays named after the program started, whatever
+  // it execs: README), as the program's trace does.
+  if (tmpl.find('%') != std::string::npos) {
+    const std::string trace = index;
+    for (unsigned n = 1; n < 10000 && access((index + ".index.json").c_str(), F_OK) == 0; ++n)
+      index = WithSuffix(trace, n);
+  }
   index += ".index.json";
   req.index_path = index.c_str();
   req.argv = argv + first;

@@ -780,8 +780,10 @@ int FinishRun(const GotraceFinishRequest& req) {
   // if the name was taken).
   std::string index_path = req.index_path != nullptr ? req.index_path : "";
   for (const Item& it : items) {
+    // (Only an index named after that trace: with %e in the name it is
+    // the started program's, not the image it exec'd, README's -o.)
     if (!index_path.empty() && static_cast<int>(it.sum.pid) == req.root_pid && !it.sum.exec_d &&
-        it.encoded && it.written != it.trace) {
+        it.encoded && it.written != it.trace && index_path == it.trace + ".index.json") {
       index_path = it.written + ".index.json";
     }
   }

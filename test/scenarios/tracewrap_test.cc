@@ -587,6 +587,30 @@ TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "
   CHECK(s.out == "T T\ndone\nstatus 0\n");
 }
 
+// With %e in -o the index is named after the program tracewrap started
+// (README), in every run: a rerun's was named after the image the program
+// exec'd (sh.trace.index.json, then node.1.trace.index.json), and a CI step
+// collecting sh*.index.json missed every run after the first.
+TEST_CASE("tracewrap: with %e in -o, every run's index is named after the program it started",
+          "[tracewrap]") {
+  TempDir dir;
+  for (int run = 0; run < 2; ++run) {
+    const ProcResult r =
+        Wrap({"-q", "-o", dir.File("%e.trace"), "--", "/bin/sh", "-c", "exec " + Scenario("sleepers")},
+             dir);
+    INFO(r.Describe() << "\n" << r.err);
+    REQUIRE(r.Exited(0));
+  }
+  CHECK(access(dir.File("sh.trace.index.json").c_str(), F_OK) == 0);
+  CHECK(access(dir.File("sh.1.trace.index.json").c_str(), F_OK) == 0);
+  CHECK(access(dir.File("sleepers.trace").c_str(), F_OK) == 0);
+  CHECK(access(dir.File("sleepers.1.trace").c_str(), F_OK) == 0);
+  CHECK(FilesEnding(dir.path(), ".index.json").size() == 2);
+  // Each index lists its own run's trace.
+  CHECK(EntryTrace(IndexEntry(Slurp(dir.File("sh.1.trace.index.json")), Scenario("sleepers"))) ==
+        "sleepers.1.trace");
+}
+
 // --no-follow traces "only the program itself", and the program is its
 // images: `sh -c 'exec node ...'`, `env prog`, npm (a #!/usr/bin/env node
 // script) wrote no trace at all, every exec leaving the library out.
