@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "encoder/ctl_client.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "encoder/proc_files.h"
@@ -224,6 +226,74 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
   return true;
 }
 
+namespace {
+
+// The children of every thread of `pid` (/proc/PID/task/*/children).
+std::vector<int> ChildrenOf(int pid) {
+  std::vector<int> out;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(tasks.c_str());
+  if (d == nullptr) return out;
+  for (dirent* e; (e = readdir(d)) != nullptr;) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    FILE* f = std::fopen((tasks + "/" + e->d_name + "/children").c_str(), "r");
+    if (f == nullptr) continue;
+    for (int c; std::fscanf(f, "%d", &c) == 1;) out.push_back(c);
+    std::fclose(f);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// `gotrace ctl --tree PID cmd`: PID (or the program its launcher runs) and
+// its descendants, parents first; those without a channel are passed over.
+int CtlTree(int pid, const std::string& cmd, int timeout_s) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) {
+    std::fprintf(stderr, "gotrace ctl: no process %d\n", pid);
+    return 1;
+  }
+  if (const int program = LaunchedProgram(pid); program > 0) pid = program;
+  std::vector<int> order, todo = {pid};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const int p = todo.front();
+    todo.erase(todo.begin());
+    if (!seen.insert(p).second) continue;
+    order.push_back(p);
+    const std::vector<int> kids = ChildrenOf(p);
+    todo.insert(todo.end(), kids.begin(), kids.end());
+  }
+  int answered = 0, refused = 0;
+  for (const int p : order) {
+    // Only a process whose channel exists is asked (no "no control
+    // channel" line for each helper of the tree).
+    bool has = false;
+    for (const std::string& path : SocketCandidates(p)) has = has || access(path.c_str(), F_OK) == 0;
+    if (!has) continue;
+    std::string reply, error;
+    if (!CtlRequest(p, cmd, timeout_s, &reply, &error)) {
+      std::fprintf(stderr, "gotrace ctl: %d: %s\n", p, error.c_str());
+      ++refused;
+      continue;
+    }
+    ++answered;
+    const bool ok = reply.rfind("ok", 0) == 0;
+    if (!ok) ++refused;
+    std::fprintf(ok ? stdout : stderr, "%d: %s\n", p, reply.c_str());
+  }
+  if (answered == 0 && refused == 0) {
+    std::fprintf(stderr,
+                 "gotrace ctl: neither process %d nor any of its %zu descendants has a control "
+                 "channel\n",
+                 pid, order.size() - 1);
+    return 1;
+  }
+  return refused == 0 ? 0 : 1;
+}
+
+}  // namespace
+
 int CmdCtl(int argc, char** argv) {
   static const char kUsage[] =
       "usage: gotrace ctl [--timeout SECONDS] PID start|stop|snapshot|status\n"
@@ -233,8 +303,12 @@ int CmdCtl(int argc, char** argv) {
       "  snapshot  write the window so far as its trace; recording goes on in the next\n"
       "  status    recording or paused, the current window and its log size\n"
       "  --timeout wait at most SECONDS for the answer (default 300)\n"
-      "exit status: 0 done, 1 the process refused or could not be reached, 2 usage\n";
+      "  --tree    also every descendant of PID that has a control channel (a prefork\n"
+      "            server's workers), parents first; each answer is 'PID: answer'\n"
+      "exit status: 0 done, 1 the process refused or could not be reached (--tree: any\n"
+      "of them refused, or none has a channel), 2 usage\n";
   int timeout_s = 300;
+  bool tree = false;
   std::vector<std::string> pos;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -250,6 +324,10 @@ int CmdCtl(int argc, char** argv) {
         return 2;
       }
       timeout_s = static_cast<int>(v);
+      continue;
+    }
+    if (a == "--tree") {
+      tree = true;
       continue;
     }
     pos.push_back(a);
@@ -271,6 +349,7 @@ int CmdCtl(int argc, char** argv) {
     return 2;
   }
   std::string reply, error;
+  if (tree) return CtlTree(static_cast<int>(pid), cmd, timeout_s);
   if (!CtlRequest(static_cast<int>(pid), cmd, timeout_s, &reply, &error)) {
     std::fprintf(stderr, "gotrace ctl: %s\n", error.c_str());
     return 1;

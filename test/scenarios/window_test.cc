@@ -967,6 +967,23 @@ TEST_CASE("windows: a prefork server's workers each have a channel; the index li
   CHECK(r.out.find("ok: wrote " + w1 + " (1 thread") != std::string::npos);
   // The master's channel is its own: nothing was recorded there.
   CHECK(Ctl(master[0], "status", env).out.find("paused, 0 windows written") != std::string::npos);
+  // The whole tree at once (given tracewrap's pid: its program's tree).
+  {
+    ProcOptions o;
+    o.env = env;
+    o.timeout_s = 120;
+    ProcResult t = RunProcess({Gotrace(), "ctl", "--tree", std::to_string(wrap.pid()), "start"}, o);
+    INFO(t.Describe() << "\n" << t.out << t.err);
+    CHECK(t.Exited(0));
+    CHECK(Occurrences(t.out, ": ok: recording window") == 3);
+    CHECK_THAT(t.out, Catch::Contains(std::to_string(master[0]) + ": ok: recording window 1"));
+    CHECK_THAT(t.out, Catch::Contains(std::to_string(w) + ": ok: recording window 2"));
+    std::this_thread::sleep_for(200ms);
+    t = RunProcess({Gotrace(), "ctl", "--tree", std::to_string(master[0]), "stop"}, o);
+    INFO(t.Describe() << "\n" << t.out << t.err);
+    CHECK(t.Exited(0));
+    CHECK(Occurrences(t.out, ": ok: wrote ") == 3);
+  }
 
   const int status = wrap.Finish();
   INFO(wrap.Err());
@@ -985,13 +1002,16 @@ TEST_CASE("windows: a prefork server's workers each have a channel; the index li
   INFO(index);
   CHECK(Occurrences(index, "\"pid\": ") == 3);
   const std::string entry = EntryOfPid(index, w);
-  CHECK_THAT(entry, Catch::Contains("\"windows\": [\"p.trace." + std::to_string(w) + ".w1\"]"));
+  const std::string ws = "p.trace." + std::to_string(w);
+  CHECK_THAT(entry, Catch::Contains("\"windows\": [\"" + ws + ".w1\", \"" + ws + ".w2\"]"));
   CHECK_THAT(entry, Catch::Contains("\"quiet\": false"));
   CHECK_THAT(entry, Catch::Contains("\"exit\": {\"code\":0}"));
-  CHECK_THAT(EntryOfPid(index, workers[1]), Catch::Contains("\"windows\": []"));
-  CHECK_THAT(EntryOfPid(index, master[0]), Catch::Contains("\"windows\": []"));
+  CHECK_THAT(EntryOfPid(index, workers[1]),
+             Catch::Contains("\"windows\": [\"p.trace." + std::to_string(workers[1]) + ".w1\"]"));
+  CHECK_THAT(EntryOfPid(index, master[0]), Catch::Contains("\"windows\": [\"p.trace.w1\"]"));
   CHECK_THAT(wrap.Err(), Catch::Contains("3 ended paused"));
-  CHECK_THAT(wrap.Err(), Catch::Contains("the run's trace windows: " + w1));
+  CHECK_THAT(wrap.Err(), Catch::Contains("the run's trace windows: "));
+  CHECK_THAT(wrap.Err(), Catch::Contains(w1));
   CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
   // `gotrace report` on the index reads the window.
   const ProcResult rep = RunProcess({Gotrace(), "report", dir.File("p.trace.index.json")});
