@@ -67,6 +67,7 @@ struct Item {
   bool killed = false;   // no end record, held by nobody
   bool quiet = false;
   bool paused = false;  // ended paused: recorded only in its trace windows
+  bool start_unknown = false;  // known only from its reaping (LostChildren)
   bool encoded = false;
   uint64_t killed_end_ns = 0;  // killed: its end, from its reaping (ModelOptions)
   std::string written;   // the trace actually written (a taken name gets .1, ...)
@@ -622,6 +623,39 @@ int FinishRun(const GotraceFinishRequest& req) {
   // Exit statuses a process could not record itself (killed, or not traced
   // at all): its parent's; and a program that was not traced ended when it
   // was reaped (the first reaping after it started: pids are reused).
+  // A child a traced parent reaped that left nothing of its own: killed
+  // by SIGKILL before it recorded anything (staged, in memory) or before it
+  // could write its journal entry (a sweep's `sh -c 'sh -c "kill -9 $$"'`:
+  // "2 processes ran" where 3 did, and the children of such a process had
+  // a parent the index did not list). Listed from its reaping: its status,
+  // its parent, no start.
+  if (req.follow) {
+    std::vector<Item> lost;
+    for (const Item& parent : items) {
+      for (const log::ChildExit& c : parent.sum.child_exits) {
+        if (c.end_ns == 0) continue;
+        auto same = [&c](const Item& it) { return it.sum.pid == c.pid && it.sum.start_ns <= c.end_ns; };
+        if (std::any_of(items.begin(), items.end(), same) || std::any_of(lost.begin(), lost.end(), same))
+          continue;
+        Item it;
+        it.readable = true;
+        it.no_events = true;  // no log: nothing to encode, nothing failed
+        it.start_unknown = true;
+        it.killed = WIFSIGNALED(c.status);
+        it.quiet = !it.killed;
+        it.sum.pid = c.pid;
+        it.sum.ppid = parent.sum.pid;
+        it.sum.start_ns = c.end_ns;
+        it.sum.end_ns = c.end_ns;
+        it.sum.complete = true;
+        it.sum.descendant = true;
+        it.sum.exit_status = c.status;
+        lost.push_back(std::move(it));
+      }
+    }
+    for (Item& it : lost) items.push_back(std::move(it));
+  }
+
   Reapings reaped;
   for (const Item& it : items) AddReapings(it, &reaped);
   auto reaping = [&reaped](const Item& it) { return ReapingOf(reaped, it); };
@@ -658,7 +692,7 @@ int FinishRun(const GotraceFinishRequest& req) {
   // A duration is known unless the process was not traced and nobody traced
   // reaped it.
   auto duration_of = [&](const Item& it) -> int64_t {
-    if (it.sum.skipped && it.sum.end_ns == 0) return -1;
+    if ((it.sum.skipped && it.sum.end_ns == 0) || it.start_unknown) return -1;
     return static_cast<int64_t>(it.sum.end_ns - std::min(it.sum.end_ns, it.sum.start_ns));
   };
 
@@ -806,7 +840,7 @@ int FinishRun(const GotraceFinishRequest& req) {
       for (size_t a = 0; a < it.sum.argv.size(); ++a)
         j += (a ? ", " : "") + JsonString(it.sum.argv[a]);
       j += "], \"exe\": " + JsonString(it.sum.exe);
-      j += ", \"start_ns\": " + std::to_string(start);
+      j += ", \"start_ns\": " + (it.start_unknown ? std::string("null") : std::to_string(start));
       const int64_t duration = duration_of(it);
       j += ", \"duration_ns\": " + (duration >= 0 ? std::to_string(duration) : std::string("null"));
       j += ", \"exit\": " + StatusJson(status_of(it), it.sum.exec_d);

@@ -732,6 +732,30 @@ TEST_CASE("runs started together into the same -o each take their own number, ch
   CHECK_FALSE(fs::exists(dir.File("c.3.trace.index.json")));
 }
 
+// A process killed by SIGKILL before it recorded anything (staged, in
+// memory) leaves no log and no journal entry: it was missing from the index
+// ("2 processes ran" where 3 did), though its traced parent reaped it.
+TEST_CASE("a process killed before it recorded anything is listed from its reaping", "[run]") {
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("r.trace"), "--", "/bin/sh", "-c",
+                             "/bin/sh -c 'kill -9 $$'; echo $?"},
+                            dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(r.out == "137\n");
+  const std::string index = Slurp(dir.File("r.trace.index.json"));
+  INFO(index);
+  CHECK(Occurrences(index, "\"pid\": ") == 2);
+  const size_t at = index.find("\"exit\": {\"signal\":9,\"name\":\"SIGKILL\"}");
+  REQUIRE(at != std::string::npos);
+  const std::string row = index.substr(index.rfind('{', index.rfind("\"pid\": ", at)),
+                                       index.find('\n', at) - index.rfind("\"pid\": ", at));
+  CHECK_THAT(row, Catch::Contains("\"start_ns\": null, \"duration_ns\": null") &&
+                      Catch::Contains("\"trace\": null"));
+  CHECK_THAT(r.err, Catch::Contains("1 killed process(es) had recorded nothing yet"));
+  CHECK_THAT(r.err, Catch::Contains("2 processes ran"));
+}
+
 TEST_CASE("a fork child killed while it waits is listed by its parent's command line", "[run]") {
   // Its command line is recorded at its end (its title), which SIGKILL
   // never lets it reach: README promises its parent's then.
