@@ -44,7 +44,7 @@ constexpr const char* kUsage =
     "       gotrace run [options] [--] PROGRAM [ARGS...]   (tracewrap: see gotrace run --help)\n"
     "       gotrace report [options] TRACE...\n"
     "       gotrace pprof --kind sync|net|syscall|sched|cpu TRACE -o OUT.pb.gz\n"
-    "       gotrace ctl PID start|stop|snapshot|status   (see gotrace ctl --help)\n"
+    "       gotrace ctl [--tree] PID start|stop|snapshot|status   (see gotrace ctl --help)\n"
     "\n"
     "encode: turn gotrace event logs into a Go execution trace (go tool trace OUT)\n"
     "  -o, --output OUT          trace file to write (required)\n"

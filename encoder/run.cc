@@ -89,6 +89,8 @@ constexpr const char* kUsage =
     "                       program anyway; it runs, but is not traced\n"
     "      --paused         start without recording; open and close trace windows\n"
     "                       (PATH.w1, PATH.w2, ...) with 'gotrace ctl PID start|stop'\n"
+    "                       (a forked worker's: PATH.<pid>.w1, ...; 'gotrace ctl --tree'\n"
+    "                       reaches a server's workers too)\n"
     "                                                    [GOTRACE_START=paused]\n"
     "      --ctl            record from the start, with the control channel open\n"
     "                       ('gotrace ctl PID stop|snapshot|start')     [GOTRACE_CTL]\n"
