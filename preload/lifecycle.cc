@@ -1649,14 +1649,8 @@ bool WindowStart(sys::Line* reply) {
 bool WindowStop(sys::Line* reply) {
   WindowOp op;
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady || g.ending.load()) {
-    // A fork child of a recording process (its own channel since its
-    // fork) that has recorded nothing: its log begins at its first
-    // recorded call. It had said "not recording", as if tracing were off.
-    if (g.fork_log_pending.load(std::memory_order_acquire) && !g.ending.load())
-      reply->Str("error: nothing recorded yet (a fork child's log begins at its first recorded call)");
-    else
-      reply->Str(g.phase.load() == Phase::kPaused ? "error: not recording (paused)"
-                                                  : "error: not recording");
+    reply->Str(g.phase.load() == Phase::kPaused ? "error: not recording (paused)"
+                                                : "error: not recording");
     return false;
   }
   TracerScope tracer;
@@ -1701,8 +1695,6 @@ void WindowStatus(sys::Line* reply) {
     }
   } else if (phase == Phase::kPaused) {
     reply->Str("paused, ").U64(g.window).Str(g.window == 1 ? " window" : " windows").Str(" written");
-  } else if (g.fork_log_pending.load(std::memory_order_acquire)) {
-    reply->Str("recording, nothing yet (a fork child's log begins at its first recorded call)");
   } else {
     reply->Str("tracing is off");
   }

@@ -932,41 +932,6 @@ std::string EntryOfPid(const std::string& index, pid_t pid) {
   return index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
 }
 
-// A fork child of a recording process has its own channel from its fork,
-// and its log begins at its first recorded call: until then it said
-// "tracing is off" and "not recording", as if it were not traced.
-TEST_CASE("windows: a fork child that has recorded nothing yet says so on its channel",
-          "[windows]") {
-  TempDir dir;
-  const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  std::vector<std::string> senv = env;
-  senv.insert(senv.end(), {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_CTL=1", "GOTRACE_QUIET=1",
-                           "GOTRACE_OUT=" + dir.File("c.trace")});
-  // The child computes (no call of ours) until its parent's input closes.
-  Service srv({"/usr/bin/python3", "-c",
-               "import os, sys\n"
-               "p = os.fork()\n"
-               "if p == 0:\n"
-               "    while os.getppid() != 1 and not os.path.exists(sys.argv[1]): pass\n"
-               "    os._exit(0)\n"
-               "sys.stdin.read()\n"
-               "open(sys.argv[1], 'w').close()\n"
-               "os.waitpid(p, 0)\n",
-               dir.File("done")},
-              senv, dir.path());
-  const std::vector<pid_t> kids = ChildrenOf(srv.pid(), 1);
-  REQUIRE(kids.size() == 1);
-  AwaitChannel(kids[0], env);
-  ProcResult r = Ctl(kids[0], "status", env);
-  CHECK(r.out == "ok: pid " + std::to_string(kids[0]) +
-                     ", recording, nothing yet (a fork child's log begins at its first recorded "
-                     "call)\n");
-  r = Ctl(kids[0], "stop", env);
-  CHECK(r.Exited(1));
-  CHECK(r.err == "error: nothing recorded yet (a fork child's log begins at its first recorded call)\n");
-  CHECK(WIFEXITED(srv.Finish()));
-}
-
 // A prefork server (nginx, Apache's prefork, PostgreSQL) does its work in
 // workers it forks without exec. A fork child had no control channel (the
 // channel's thread is its parent's), so no window could be opened in a
