@@ -175,8 +175,8 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
       *error = "process " + std::to_string(pid) +
                " has no control channel: it is not traced, or is traced without one (a "
                "channel comes with tracewrap --paused, --ctl or a flight recorder: "
-               "GOTRACE_START=paused, GOTRACE_CTL=1, GOTRACE_MODE=flight; and with the "
-               "fork of a process that has one) (looked for " +
+               "GOTRACE_START=paused, GOTRACE_CTL=1, GOTRACE_MODE=flight; and, from its first "
+               "call of ours, with the fork of a process that has one) (looked for " +
                tried + ")";
     }
     return false;
@@ -296,7 +296,7 @@ int CtlTree(int pid, const std::string& cmd, int timeout_s) {
 
 int CmdCtl(int argc, char** argv) {
   static const char kUsage[] =
-      "usage: gotrace ctl [--timeout SECONDS] PID start|stop|snapshot|status\n"
+      "usage: gotrace ctl [--timeout SECONDS] [--tree] PID start|stop|snapshot|status\n"
       "  start     begin recording a trace window (the process was started with\n"
       "            GOTRACE_START=paused, tracewrap --paused, or was stopped)\n"
       "  stop      end the window and write its trace, OUT.w<n>\n"

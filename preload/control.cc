@@ -176,7 +176,9 @@ void SweepStale() {
 
 // Binds and listens on <dir>/<pid>.sock; the socket's descriptor or -1.
 int Listen() {
-  SweepStale();
+  // (A fork child's parent swept as it started: a prefork server's every
+  // worker read the whole directory again.)
+  if (!g.forked_image) SweepStale();
   sys::Line(g_sock_name, sizeof g_sock_name).U64(static_cast<uint64_t>(g.pid)).Str(".sock");
   struct stat st {};
   if (sys::Syscall6(SYS_newfstatat, g_dir_fd, reinterpret_cast<long>(g_sock_name),

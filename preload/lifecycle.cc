@@ -1270,14 +1270,14 @@ void Finalize(bool for_exec) {
   // set and restore.
   if (g.phase.load(std::memory_order_acquire) != Phase::kReady) {
     Unbind();
-    if (!for_exec && g.fork_log_pending.load(std::memory_order_acquire)) {
-      TracerScope tracer;
-      ErrnoGuard errno_guard;
-      PendingForkEnd(g.exit_status.load(std::memory_order_acquire));
-    } else if (!for_exec && g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
+    if (!for_exec && g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
       TracerScope tracer;
       ErrnoGuard errno_guard;
       PausedEnd(g.exit_status.load(std::memory_order_acquire));
+    } else if (!for_exec && g.fork_log_pending.load(std::memory_order_acquire)) {
+      TracerScope tracer;
+      ErrnoGuard errno_guard;
+      PendingForkEnd(g.exit_status.load(std::memory_order_acquire));
     }
     return;
   }
@@ -2220,18 +2220,24 @@ void BeforeFork() {
 // thread is the parent's), so a prefork server's workers, where its work
 // is, could not be started, stopped or snapshotted, and a paused server's
 // workers (and a daemon's master, forked from the process tracewrap
-// started) were never traced at all. Each such child now opens a channel
-// of its own, <pid>.sock, as it is forked: a thread and a socket, about
-// 0.1 ms, paid also by a child that only execs (whose new image opens one
-// anyway). Out of the fork path's code window: only services pay it.
+// started) were never traced at all. Each such child opens a channel of
+// its own, <pid>.sock (a thread and a socket, about 0.1 ms), at its first
+// call of ours, where a recording child starts its log (StartForkChildLog):
+// not in the fork itself, where a child of a threaded parent may run only
+// async-signal-safe code before its exec (a thread made there needs the
+// loader's TLS lock, which another thread of the parent may have held),
+// and not at all in a child that only execs (its new image opens one).
+// Out of the fork path's code window: only services pay it.
 GT_NOINLINE void ForkChildControl() {
   TracerScope tracer;
   (void)ControlStart();
 }
 
 // A fork child of a paused process: paused too, a process of its own (its
-// windows are PATH.<pid>.wN), with the kernel's records opened now, on its
-// only thread, as a paused process opens them at its start (Init).
+// windows are PATH.<pid>.wN). Its channel and the kernel's records start at
+// its first call of ours (StartForkChildLog), on its only thread as a
+// paused process opens them at its start (Init); until then it is a
+// pending fork child like a recording one's.
 GT_NOINLINE void PausedForkChild() {
   TracerScope tracer;
   PoolForgetForChild(/*keep_slot=*/false);
@@ -2247,9 +2253,7 @@ GT_NOINLINE void PausedForkChild() {
   g.start_ns = sys::MonotonicNs();
   g.start_ticks = sys::Ticks();
   g.began_ns = g.start_ns;
-  if (g.config.sched != SchedMode::kInfer)
-    StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
-  ForkChildControl();
+  g.fork_log_pending.store(true, std::memory_order_release);
 }
 
 void AtForkChild() {
@@ -2347,7 +2351,6 @@ void AtForkChild() {
   // its first recorded call, if any (a subshell that computes, a child
   // that only writes through stdio: no samples, no timeline).
   if (GT_UNLIKELY(g.config.sched == SchedMode::kKernel)) (void)StartForkChildLog();
-  if (GT_UNLIKELY(g.config.control)) ForkChildControl();
 }
 
 // Reads GOTRACE_ROOT_PID and GOTRACE_IMAGE ("pid:n:ppid") from the
@@ -2589,6 +2592,16 @@ uint32_t StartForkChildLog() {
   }
   TracerScope tracer;
   ErrnoGuard errno_guard;
+  if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
+    // A paused process's fork child (PausedForkChild): no log until a
+    // window opens; its kernel records (while it has one thread) and its
+    // channel now. Not as it ends.
+    if (g.ending.load(std::memory_order_acquire)) return 0;
+    if (g.config.sched != SchedMode::kInfer && g.app_threads.load(std::memory_order_relaxed) <= 1)
+      StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
+    ForkChildControl();
+    return 0;
+  }
   // StartLog moves the phase to kReady; until then it stays kShutdown (a
   // thread counting the heap meanwhile goes on counting).
   DepotInit();
@@ -2612,6 +2625,7 @@ uint32_t StartForkChildLog() {
                               log::kThreadMain | log::kThreadExisted, g.start_ticks);
   }
   MaybeStartFlusher();
+  if (g.config.control) ForkChildControl();  // (see ForkChildControl)
   return g.bind.load(std::memory_order_acquire);
 }
 
