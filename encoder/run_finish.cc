@@ -50,6 +50,12 @@ std::string Base(const std::string& p) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
+// The directory of a path ("" if none).
+std::string DirOf(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
 double NowSeconds() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -344,25 +350,19 @@ void SetKilledEnds(std::vector<Item>& found, const std::vector<Item>& items,
   }
 }
 
-// The traces the run's processes wrote themselves while it ran (issue 16),
-// in its output directory since it started (not older than its stamp),
-// sorted: their trace windows (OUT.w<n>, OUT.<pid>.w<n>), and what a
-// process recorded from its start until a `gotrace ctl stop` or `snapshot`
-// (--ctl, the flight recorder: OUT, OUT.<pid>). Not those the launcher
-// wrote (`written`), and only files that are traces (a user's OUT.txt is
-// not).
-std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const struct stat* stamp,
-                                      const std::set<std::string>& written) {
-  std::vector<std::string> out;
+// WindowTraces' search of one directory, into *out.
+void WindowTracesIn(const GotraceFinishRequest& req, const std::string& dir,
+                    const struct stat* stamp, const std::set<std::string>& written,
+                    std::vector<std::string>* out) {
   const std::string prefix = req.prefix != nullptr ? req.prefix : "";
-  DIR* d = opendir(req.outdir);
-  if (d == nullptr) return out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
   for (dirent* e; (e = readdir(d)) != nullptr;) {
     const std::string name = e->d_name;
     if (name.compare(0, prefix.size(), prefix) != 0 || EndsWith(name, ".gtlog") ||
         EndsWith(name, ".json"))
       continue;
-    const std::string path = std::string(req.outdir) + "/" + name;
+    const std::string path = dir + "/" + name;
     if (written.count(path) != 0) continue;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !NotOlder(st, stamp)) continue;
@@ -373,10 +373,40 @@ std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const str
       // "go 1.19 trace\0\0\0": a Go trace's header.
       const std::string_view h(head, n);
       if (h.substr(0, 5) == "go 1." && h.find(" trace") != std::string_view::npos)
-        out.push_back(path);
+        out->push_back(path);
     }
   }
   closedir(d);
+}
+
+// The traces the run's processes wrote themselves while it ran (issue 16),
+// in its output directory since it started (not older than its stamp),
+// sorted: their trace windows (OUT.w<n>, OUT.<pid>.w<n>), and what a
+// process recorded from its start until a `gotrace ctl stop` or `snapshot`
+// (--ctl, the flight recorder: OUT, OUT.<pid>). Not those the launcher
+// wrote (`written`), and only files that are traces (a user's OUT.txt is
+// not).
+//
+// Also in the users' private directories, /tmp/gotrace-<uid>: a worker that
+// gave up root (nginx's nobody, Apache's www-data, a postgres started by
+// setpriv) may not write into the output directory, and wrote its windows
+// there ("wrote /tmp/gotrace-65534/OUT.<pid>.w1 instead"), where neither
+// the index nor the last lines found them.
+std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const struct stat* stamp,
+                                      const std::set<std::string>& written) {
+  std::vector<std::string> out;
+  std::vector<std::string> dirs = {req.outdir};
+  if (DIR* t = opendir("/tmp")) {
+    for (dirent* e; (e = readdir(t)) != nullptr;) {
+      const std::string name = e->d_name;
+      if (name.compare(0, 8, "gotrace-") == 0 && name.size() > 8 &&
+          name.find_first_not_of("0123456789", 8) == std::string::npos &&
+          "/tmp/" + name != req.outdir)
+        dirs.push_back("/tmp/" + name);
+    }
+    closedir(t);
+  }
+  for (const std::string& dir : dirs) WindowTracesIn(req, dir, stamp, written, &out);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -857,7 +887,9 @@ int FinishRun(const GotraceFinishRequest& req) {
       j += ", \"windows\": [";
       if (const auto w = windows.find(it.sum.pid); w != windows.end() && !it.sum.exec_d) {
         for (size_t k = 0; k < w->second.size(); ++k)
-          j += (k ? ", " : "") + JsonString(Base(w->second[k]));
+          j += (k ? ", " : "") + JsonString(DirOf(w->second[k]) == req.outdir
+                                                ? Base(w->second[k])
+                                                : w->second[k]);
       }
       j += "]";
       j += "}";

@@ -133,7 +133,23 @@ int High(long fd) {
 // The user's private directory: created, or checked if it exists.
 bool OpenPrivateDir() {
   const char* why = nullptr;
-  const long fd = control::OpenPrivateDir(g_dir, sizeof g_dir, &why);
+  long fd = control::OpenPrivateDir(g_dir, sizeof g_dir, &why);
+  // A process that changed its user keeps the other user's
+  // $XDG_RUNTIME_DIR (a worker that became nobody, its master's root
+  // session): its own /tmp/gotrace-<uid> then, where `gotrace ctl` looks
+  // for a process of that user.
+  struct stat xdg_st {};
+  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  // (Not ours: another user's, or one we cannot even look at.)
+  if (fd < 0 && xdg != nullptr &&
+      (sys::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(xdg),
+                     reinterpret_cast<long>(&xdg_st), 0) != 0 ||
+       xdg_st.st_uid != static_cast<uint32_t>(sys::Syscall6(SYS_geteuid)))) {
+    char tmp_dir[sizeof g_dir];
+    const char* why_tmp = nullptr;
+    fd = control::OpenPrivateDir(tmp_dir, sizeof tmp_dir, &why_tmp, /*xdg=*/false);
+    if (fd >= 0) sys::Line(g_dir, sizeof g_dir).Str(tmp_dir);
+  }
   if (fd < 0) {
     Refuse(g_dir[0] != '\0' ? g_dir : "the control directory", why);
     return false;

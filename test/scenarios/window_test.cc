@@ -932,6 +932,67 @@ std::string EntryOfPid(const std::string& index, pid_t pid) {
   return index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
 }
 
+// A worker that gives up root (nginx's nobody, Apache's www-data) opens its
+// channel as its new user, in that user's directory (its root session's
+// XDG_RUNTIME_DIR is not its own), and writes its windows where it may:
+// /tmp/gotrace-65534. The index and tracewrap's last lines did not find
+// them there.
+TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists its window",
+          "[windows][run]") {
+  if (geteuid() != 0) {
+    WARN("skipped: needs root");
+    return;
+  }
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> wenv = env;
+  wenv.push_back("GOTRACE_LIB=" + PreloadLib());
+  const std::string py =
+      "import os, select, sys, time\n"
+      "r, w = os.pipe()\n"
+      "p = os.fork()\n"
+      "if p == 0:\n"
+      "    os.close(w)\n"
+      "    os.setgid(65534); os.setuid(65534)\n"
+      "    while os.read(r, 1): time.sleep(0.001)\n"
+      "    os._exit(0)\n"
+      "os.close(r)\n"
+      "while True:\n"
+      "    if select.select([0], [], [], 0.002)[0] and not os.read(0, 64): break\n"
+      "    os.write(w, b'j')\n"
+      "os.close(w)\n"
+      "os.waitpid(p, 0)\n"
+      "print('done')\n";
+  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o", dir.File("u.trace"),
+                "/usr/bin/python3", "-c", py},
+               wenv, dir.path());
+  const std::vector<pid_t> master = ChildrenOf(wrap.pid(), 1);
+  REQUIRE(master.size() == 1);
+  const std::vector<pid_t> worker = ChildrenOf(master[0], 1);
+  REQUIRE(worker.size() == 1);
+  AwaitChannel(worker[0], env);
+  const std::string w1 = "/tmp/gotrace-65534/u.trace." + std::to_string(worker[0]) + ".w1";
+  unlink(w1.c_str());
+  REQUIRE(Ctl(worker[0], "start", env).Exited(0));
+  std::this_thread::sleep_for(300ms);
+  const ProcResult r = Ctl(worker[0], "stop", env);
+  INFO(r.Describe());
+  REQUIRE(r.Exited(0));
+  CHECK(r.out.find("wrote " + w1) != std::string::npos);
+  const int status = wrap.Finish();
+  INFO(wrap.Err());
+  CHECK(WIFEXITED(status));
+  CHECK(wrap.Out() == "done\n");
+  CHECK(ValidateTrace(w1).empty());
+  const std::string index = Slurp(dir.File("u.trace.index.json"));
+  INFO(index);
+  CHECK_THAT(EntryOfPid(index, worker[0]), Catch::Contains("\"windows\": [\"" + w1 + "\"]"));
+  CHECK_THAT(wrap.Err(), Catch::Contains(w1));
+  // The worker removed its own socket as it ended.
+  CHECK(access(("/tmp/gotrace-65534/" + std::to_string(worker[0]) + ".sock").c_str(), F_OK) != 0);
+  unlink(w1.c_str());
+}
+
 // A prefork server (nginx, Apache's prefork, PostgreSQL) does its work in
 // workers it forks without exec. A fork child had no control channel (the
 // channel's thread is its parent's), so no window could be opened in a
