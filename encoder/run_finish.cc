@@ -241,11 +241,20 @@ void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
   for (auto& t : threads) t.join();
 }
 
+// Whether a trace's name is a trace window's, NAME.w<n>.
+bool WindowName(const std::string& trace) {
+  const size_t w = trace.rfind(".w");
+  return w != std::string::npos && w + 2 < trace.size() &&
+         trace.find_first_not_of("0123456789", w + 2) == std::string::npos;
+}
+
 // Whether a complete, readable log's process recorded nothing worth a trace.
 // The root's last image is never quiet (the run's own trace); an image of
-// it that exec'd another program may be.
+// it that exec'd another program may be. Nor is a trace window, which a
+// user opened (gotrace ctl start) and which ended with its process: idle
+// prefork workers, blocked in accept for the whole window, lost theirs.
 bool QuietLog(const Item& it, const GotraceFinishRequest& req) {
-  return it.readable && it.sum.complete && it.sum.quiet() &&
+  return it.readable && it.sum.complete && it.sum.quiet() && !WindowName(it.trace) &&
          (static_cast<int>(it.sum.pid) != req.root_pid || it.sum.exec_d);
 }
 

@@ -1303,8 +1303,11 @@ void Finalize(bool for_exec) {
     LearnQuietEnd(g.exit_status.load(std::memory_order_acquire), false);
   // A fork on its way to exec (or a failed exec's _exit): nothing of its
   // own. Under a launcher that encodes later (GOTRACE_DEFER) any other
-  // process's log stays, also a quiet one: the run's index lists it.
-  if (!events && (for_exec || g.descendant) && !(g.config.defer && !g.forked_image)) {
+  // process's log stays, also a quiet one: the run's index lists it. A
+  // trace window's stays whatever it holds: a user opened it (idle
+  // prefork workers, blocked in accept all along, ended theirs here).
+  if (!events && (for_exec || g.descendant) && !(g.config.defer && !g.forked_image) &&
+      g.window == 0) {
     // A fork child that ends here (not by an exec) is one of the run's
     // processes all the same: listed as a quiet one, as if its log had
     // never begun (PendingForkEnd).

@@ -993,6 +993,49 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
   unlink(w1.c_str());
 }
 
+// A window a user opened in an idle worker (Apache's prefork spares,
+// blocked in accept) that ends with it holds no events of its own: the
+// worker took its log for a quiet process's and removed it, and the
+// launcher would have called it quiet too. The window was lost.
+TEST_CASE("windows: a window open when an idle worker ends is its trace", "[windows][run]") {
+  TempDir dir;
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  std::vector<std::string> wenv = env;
+  wenv.push_back("GOTRACE_LIB=" + PreloadLib());
+  const std::string py =
+      "import os, sys\n"
+      "r, w = os.pipe()\n"
+      "p = os.fork()\n"
+      "if p == 0:\n"
+      "    os.close(w)\n"
+      "    os.read(r, 1)\n"
+      "    os._exit(0)\n"
+      "os.close(r)\n"
+      "sys.stdin.read()\n"
+      "os.close(w)\n"
+      "os.waitpid(p, 0)\n";
+  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o", dir.File("i.trace"),
+                "/usr/bin/python3", "-c", py},
+               wenv, dir.path());
+  const std::vector<pid_t> master = ChildrenOf(wrap.pid(), 1);
+  REQUIRE(master.size() == 1);
+  const std::vector<pid_t> worker = ChildrenOf(master[0], 1);
+  REQUIRE(worker.size() == 1);
+  AwaitChannel(worker[0], env);
+  REQUIRE(Ctl(worker[0], "start", env).Exited(0));
+  std::this_thread::sleep_for(200ms);
+  const int status = wrap.Finish();
+  INFO(wrap.Err());
+  CHECK(WIFEXITED(status));
+  const std::string w1 = dir.File("i.trace." + std::to_string(worker[0]) + ".w1");
+  CHECK(ValidateTrace(w1).empty());
+  const std::string index = Slurp(dir.File("i.trace.index.json"));
+  INFO(index);
+  CHECK_THAT(EntryOfPid(index, worker[0]),
+             Catch::Contains("\"trace\": \"i.trace." + std::to_string(worker[0]) + ".w1\"") &&
+                 Catch::Contains("\"quiet\": false"));
+}
+
 // A prefork server (nginx, Apache's prefork, PostgreSQL) does its work in
 // workers it forks without exec. A fork child had no control channel (the
 // channel's thread is its parent's), so no window could be opened in a
