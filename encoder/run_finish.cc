@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@
 #include "encoder/printable.h"
 #include "encoder/proc_files.h"
 #include "encoder/quiet_journal.h"
+#include "preload/control_path.h"
 #include "encoder/shell_word.h"
 #include "symbolizer/dw_symbolizer.h"
 
@@ -464,6 +467,42 @@ std::map<uint32_t, std::vector<std::string>> WindowsByPid(const std::vector<std:
   return out;
 }
 
+// The control sockets (<pid>.sock) the run's ended processes left in this
+// user's directories: a process cannot remove the one it made before it
+// gave up root (setpriv and su exec their program as another user, which
+// makes its own in its own directory), nor one killed by SIGKILL; they
+// stayed until another channel's sweep. Only a socket of a pid that is
+// gone, that nobody answers on.
+void RemoveDeadChannels(const std::vector<Item>& items) {
+  std::set<uint32_t> pids;
+  for (const Item& it : items) pids.insert(it.sum.pid);
+  std::vector<std::string> dirs;
+  char dir[256];
+  if (control::DirFor(getenv("XDG_RUNTIME_DIR"), static_cast<uint32_t>(geteuid()), dir, sizeof dir))
+    dirs.emplace_back(dir);
+  if (control::DirFor(nullptr, static_cast<uint32_t>(geteuid()), dir, sizeof dir) &&
+      (dirs.empty() || dirs[0] != dir))
+    dirs.emplace_back(dir);
+  for (const uint32_t pid : pids) {
+    if (pid == 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    for (const std::string& d : dirs) {
+      const std::string path = d + "/" + std::to_string(pid) + ".sock";
+      struct stat st {};
+      if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) continue;
+      struct sockaddr_un addr {};
+      addr.sun_family = AF_UNIX;
+      if (path.size() >= sizeof addr.sun_path) continue;
+      std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+      const int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (c < 0) continue;
+      const bool refused = connect(c, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 &&
+                           errno == ECONNREFUSED;
+      close(c);
+      if (refused) unlink(path.c_str());
+    }
+  }
+}
+
 int FinishRun(const GotraceFinishRequest& req) {
   const double t0 = NowSeconds();
   // The run's stamp, before the marker goes (the first pass below).
@@ -841,6 +880,8 @@ int FinishRun(const GotraceFinishRequest& req) {
         std::fprintf(stderr, "gotrace: %s\n", k.c_str());
     }
   }
+
+  RemoveDeadChannels(items);
 
   // The index: every process of the run.
   std::vector<const Item*> procs;

@@ -1036,6 +1036,30 @@ TEST_CASE("windows: a window open when an idle worker ends is its trace", "[wind
                  Catch::Contains("\"quiet\": false"));
 }
 
+// A program that becomes another user by exec (setpriv, su) leaves the
+// socket its first image made in root's directory: the new image, another
+// user, makes its own elsewhere and cannot remove it. The run's end does.
+TEST_CASE("windows: the run's end removes the channels its ended processes left", "[windows][run]") {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+    WARN("skipped: needs root and setpriv");
+    return;
+  }
+  TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  const std::vector<std::string> env = PrivateRuntimeDir(dir);
+  ProcOptions o;
+  o.cwd = dir.path();
+  o.env = env;
+  o.env.push_back("GOTRACE_LIB=" + PreloadLib());
+  const ProcResult r = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "-q", "--ctl",
+                                   "-o", dir.File("s.trace"), "/usr/bin/setpriv", "--reuid=65534",
+                                   "--regid=65534", "--clear-groups", "/bin/sleep", "0.3"},
+                                  o);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
+}
+
 // A prefork server (nginx, Apache's prefork, PostgreSQL) does its work in
 // workers it forks without exec. A fork child had no control channel (the
 // channel's thread is its parent's), so no window could be opened in a
