@@ -269,7 +269,8 @@ int CtlTree(int pid, const std::string& cmd, int timeout_s) {
     // Only a process whose channel exists is asked (no "no control
     // channel" line for each helper of the tree).
     bool has = false;
-    for (const std::string& path : SocketCandidates(p)) has = has || access(path.c_str(), F_OK) == 0;
+    for (const std::string& path : SocketCandidates(p))
+      has = has || access(path.c_str(), F_OK) == 0;
     if (!has) continue;
     std::string reply, error;
     if (!CtlRequest(p, cmd, timeout_s, &reply, &error)) {

@@ -9,8 +9,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,8 +41,8 @@
 #include "encoder/printable.h"
 #include "encoder/proc_files.h"
 #include "encoder/quiet_journal.h"
-#include "preload/control_path.h"
 #include "encoder/shell_word.h"
+#include "preload/control_path.h"
 #include "symbolizer/dw_symbolizer.h"
 
 namespace gotrace {
@@ -75,7 +75,7 @@ struct Item {
   bool running = false;  // no end record, held open by a live process
   bool killed = false;   // no end record, held by nobody
   bool quiet = false;
-  bool paused = false;  // ended paused: recorded only in its trace windows
+  bool paused = false;         // ended paused: recorded only in its trace windows
   bool start_unknown = false;  // known only from its reaping (LostChildren)
   bool encoded = false;
   uint64_t killed_end_ns = 0;  // killed: its end, from its reaping (ModelOptions)
@@ -488,7 +488,8 @@ void RemoveDeadChannels(const std::vector<Item>& items) {
     for (const std::string& d : dirs) {
       const std::string path = d + "/" + std::to_string(pid) + ".sock";
       struct stat st {};
-      if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) continue;
+      if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+        continue;
       struct sockaddr_un addr {};
       addr.sun_family = AF_UNIX;
       if (path.size() >= sizeof addr.sun_path) continue;
@@ -712,8 +713,11 @@ int FinishRun(const GotraceFinishRequest& req) {
     for (const Item& parent : items) {
       for (const log::ChildExit& c : parent.sum.child_exits) {
         if (c.end_ns == 0) continue;
-        auto same = [&c](const Item& it) { return it.sum.pid == c.pid && it.sum.start_ns <= c.end_ns; };
-        if (std::any_of(items.begin(), items.end(), same) || std::any_of(lost.begin(), lost.end(), same))
+        auto same = [&c](const Item& it) {
+          return it.sum.pid == c.pid && it.sum.start_ns <= c.end_ns;
+        };
+        if (std::any_of(items.begin(), items.end(), same) ||
+            std::any_of(lost.begin(), lost.end(), same))
           continue;
         Item it;
         it.readable = true;
@@ -937,9 +941,8 @@ int FinishRun(const GotraceFinishRequest& req) {
       j += ", \"windows\": [";
       if (const auto w = windows.find(it.sum.pid); w != windows.end() && !it.sum.exec_d) {
         for (size_t k = 0; k < w->second.size(); ++k)
-          j += (k ? ", " : "") + JsonString(DirOf(w->second[k]) == req.outdir
-                                                ? Base(w->second[k])
-                                                : w->second[k]);
+          j += (k ? ", " : "") +
+               JsonString(DirOf(w->second[k]) == req.outdir ? Base(w->second[k]) : w->second[k]);
       }
       j += "]";
       j += "}";

@@ -737,9 +737,8 @@ TEST_CASE("runs started together into the same -o each take their own number, ch
 // ("2 processes ran" where 3 did), though its traced parent reaped it.
 TEST_CASE("a process killed before it recorded anything is listed from its reaping", "[run]") {
   TempDir dir;
-  const ProcResult r = Wrap({"-o", dir.File("r.trace"), "--", "/bin/sh", "-c",
-                             "/bin/sh -c 'kill -9 $$'; echo $?"},
-                            dir);
+  const ProcResult r = Wrap(
+      {"-o", dir.File("r.trace"), "--", "/bin/sh", "-c", "/bin/sh -c 'kill -9 $$'; echo $?"}, dir);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out == "137\n");

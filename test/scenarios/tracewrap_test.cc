@@ -595,9 +595,9 @@ TEST_CASE("tracewrap: with %e in -o, every run's index is named after the progra
           "[tracewrap]") {
   TempDir dir;
   for (int run = 0; run < 2; ++run) {
-    const ProcResult r =
-        Wrap({"-q", "-o", dir.File("%e.trace"), "--", "/bin/sh", "-c", "exec " + Scenario("sleepers")},
-             dir);
+    const ProcResult r = Wrap(
+        {"-q", "-o", dir.File("%e.trace"), "--", "/bin/sh", "-c", "exec " + Scenario("sleepers")},
+        dir);
     INFO(r.Describe() << "\n" << r.err);
     REQUIRE(r.Exited(0));
   }

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -932,6 +933,31 @@ std::string EntryOfPid(const std::string& index, pid_t pid) {
   return index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
 }
 
+// tracewrap --paused -o DIR/OUT -- python3 -c PY, whose program forks one
+// worker; returned once the worker's channel answers.
+struct PausedPython {
+  std::unique_ptr<Service> wrap;
+  pid_t master = 0, worker = 0;
+};
+PausedPython StartPausedPython(const TempDir& dir, const std::vector<std::string>& env,
+                               const std::string& out, const std::string& py) {
+  std::vector<std::string> wenv = env;
+  wenv.push_back("GOTRACE_LIB=" + PreloadLib());
+  PausedPython r;
+  r.wrap = std::make_unique<Service>(
+      std::vector<std::string>{std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o",
+                               dir.File(out), "/usr/bin/python3", "-c", py},
+      wenv, dir.path());
+  const std::vector<pid_t> master = ChildrenOf(r.wrap->pid(), 1);
+  REQUIRE(master.size() == 1);
+  const std::vector<pid_t> worker = ChildrenOf(master[0], 1);
+  REQUIRE(worker.size() == 1);
+  r.master = master[0];
+  r.worker = worker[0];
+  AwaitChannel(r.worker, env);
+  return r;
+}
+
 // A worker that gives up root (nginx's nobody, Apache's www-data) opens its
 // channel as its new user, in that user's directory (its root session's
 // XDG_RUNTIME_DIR is not its own), and writes its windows where it may:
@@ -945,8 +971,6 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
   }
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  std::vector<std::string> wenv = env;
-  wenv.push_back("GOTRACE_LIB=" + PreloadLib());
   const std::string py =
       "import os, select, sys, time\n"
       "r, w = os.pipe()\n"
@@ -963,14 +987,9 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
       "os.close(w)\n"
       "os.waitpid(p, 0)\n"
       "print('done')\n";
-  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o", dir.File("u.trace"),
-                "/usr/bin/python3", "-c", py},
-               wenv, dir.path());
-  const std::vector<pid_t> master = ChildrenOf(wrap.pid(), 1);
-  REQUIRE(master.size() == 1);
-  const std::vector<pid_t> worker = ChildrenOf(master[0], 1);
-  REQUIRE(worker.size() == 1);
-  AwaitChannel(worker[0], env);
+  const PausedPython run = StartPausedPython(dir, env, "u.trace", py);
+  Service& wrap = *run.wrap;
+  const std::vector<pid_t> worker = {run.worker};
   const std::string w1 = "/tmp/gotrace-65534/u.trace." + std::to_string(worker[0]) + ".w1";
   unlink(w1.c_str());
   REQUIRE(Ctl(worker[0], "start", env).Exited(0));
@@ -1000,8 +1019,6 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
 TEST_CASE("windows: a window open when an idle worker ends is its trace", "[windows][run]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  std::vector<std::string> wenv = env;
-  wenv.push_back("GOTRACE_LIB=" + PreloadLib());
   const std::string py =
       "import os, sys\n"
       "r, w = os.pipe()\n"
@@ -1014,14 +1031,9 @@ TEST_CASE("windows: a window open when an idle worker ends is its trace", "[wind
       "sys.stdin.read()\n"
       "os.close(w)\n"
       "os.waitpid(p, 0)\n";
-  Service wrap({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o", dir.File("i.trace"),
-                "/usr/bin/python3", "-c", py},
-               wenv, dir.path());
-  const std::vector<pid_t> master = ChildrenOf(wrap.pid(), 1);
-  REQUIRE(master.size() == 1);
-  const std::vector<pid_t> worker = ChildrenOf(master[0], 1);
-  REQUIRE(worker.size() == 1);
-  AwaitChannel(worker[0], env);
+  const PausedPython run = StartPausedPython(dir, env, "i.trace", py);
+  Service& wrap = *run.wrap;
+  const std::vector<pid_t> worker = {run.worker};
   REQUIRE(Ctl(worker[0], "start", env).Exited(0));
   std::this_thread::sleep_for(200ms);
   const int status = wrap.Finish();
@@ -1039,7 +1051,8 @@ TEST_CASE("windows: a window open when an idle worker ends is its trace", "[wind
 // A program that becomes another user by exec (setpriv, su) leaves the
 // socket its first image made in root's directory: the new image, another
 // user, makes its own elsewhere and cannot remove it. The run's end does.
-TEST_CASE("windows: the run's end removes the channels its ended processes left", "[windows][run]") {
+TEST_CASE("windows: the run's end removes the channels its ended processes left",
+          "[windows][run]") {
   if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
     WARN("skipped: needs root and setpriv");
     return;
@@ -1051,10 +1064,10 @@ TEST_CASE("windows: the run's end removes the channels its ended processes left"
   o.cwd = dir.path();
   o.env = env;
   o.env.push_back("GOTRACE_LIB=" + PreloadLib());
-  const ProcResult r = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "-q", "--ctl",
-                                   "-o", dir.File("s.trace"), "/usr/bin/setpriv", "--reuid=65534",
-                                   "--regid=65534", "--clear-groups", "/bin/sleep", "0.3"},
-                                  o);
+  const ProcResult r = RunProcess(
+      {std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "-q", "--ctl", "-o", dir.File("s.trace"),
+       "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sleep", "0.3"},
+      o);
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
