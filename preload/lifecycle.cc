@@ -2256,6 +2256,7 @@ GT_NOINLINE void PausedForkChild() {
   g.start_ns = sys::MonotonicNs();
   g.start_ticks = sys::Ticks();
   g.began_ns = g.start_ns;
+  g.kernel_tried.store(false);  // (the parent's were its own)
   g.fork_log_pending.store(true, std::memory_order_release);
 }
 
@@ -2597,10 +2598,16 @@ uint32_t StartForkChildLog() {
   ErrnoGuard errno_guard;
   if (g.phase.load(std::memory_order_acquire) == Phase::kPaused) {
     // A paused process's fork child (PausedForkChild): no log until a
-    // window opens; its kernel records (while it has one thread) and its
-    // channel now. Not as it ends.
+    // window opens; its channel now (not as it ends). Its kernel records
+    // start as any descendant's do, once a window records (NoteWindowSched:
+    // its second thread, or a recorded call 10 ms in): opened here they
+    // cost every connection's backend of a paused PostgreSQL two
+    // perf_event_opens and two rings, and a window may never come.
+    // (GOTRACE_SCHED=kernel: now, on this thread, as its start opened a
+    // paused process's: a window's start would open them on the control
+    // thread, for that thread alone.)
     if (g.ending.load(std::memory_order_acquire)) return 0;
-    if (g.config.sched != SchedMode::kInfer && g.app_threads.load(std::memory_order_relaxed) <= 1)
+    if (g.config.sched == SchedMode::kKernel && g.app_threads.load(std::memory_order_relaxed) <= 1)
       StartKernelSched(/*stack_copies=*/false, /*startup=*/true);
     ForkChildControl();
     return 0;

@@ -1134,6 +1134,13 @@ TEST_CASE("windows: a prefork server's workers each have a channel; the index li
   // The worker's window: its jobs (a read of its pipe, a sleep) with
   // symbolized stacks.
   REQUIRE(ValidateTrace(w1).empty());
+  // Its timeline from the kernel's records where they are allowed (opened
+  // within the window: a paused child does not open them before one).
+  {
+    const ProcResult rep = RunProcess({Gotrace(), "report", w1});
+    INFO(rep.out);
+    CHECK(rep.out.find("were not available when the process started") == std::string::npos);
+  }
   const ParsedTrace t = ParseWithGo(w1);
   CHECK(t.Count("GoSleep") >= 50);
   CHECK(t.Count("GoBlockNet") + t.Count("GoSysBlock") >= 50);
