@@ -467,29 +467,44 @@ std::map<uint32_t, std::vector<std::string>> WindowsByPid(const std::vector<std:
   return out;
 }
 
-// The control sockets (<pid>.sock) the run's ended processes left in this
-// user's directories: a process cannot remove the one it made before it
-// gave up root (setpriv and su exec their program as another user, which
-// makes its own in its own directory), nor one killed by SIGKILL; they
-// stayed until another channel's sweep. Only a socket of a pid that is
-// gone, that nobody answers on.
-void RemoveDeadChannels(const std::vector<Item>& items) {
-  std::set<uint32_t> pids;
-  for (const Item& it : items) pids.insert(it.sum.pid);
+// The control sockets (<pid>.sock) that processes which are gone left: a
+// process cannot remove the one it made before it gave up root (setpriv
+// and su exec their program as another user, which makes its own in its
+// own directory), nor one killed by SIGKILL (a killed worker's, in
+// /tmp/gotrace-65534). They stayed until another channel's sweep. At the
+// run's end every such socket this user may remove goes: in its
+// XDG_RUNTIME_DIR/gotrace and in every /tmp/gotrace-<uid>, a <pid>.sock of
+// a pid that is gone and that nobody answers on (a process in another pid
+// namespace sharing the directory would).
+void RemoveDeadChannels() {
   std::vector<std::string> dirs;
   char dir[256];
   if (control::DirFor(getenv("XDG_RUNTIME_DIR"), static_cast<uint32_t>(geteuid()), dir, sizeof dir))
     dirs.emplace_back(dir);
-  if (control::DirFor(nullptr, static_cast<uint32_t>(geteuid()), dir, sizeof dir) &&
-      (dirs.empty() || dirs[0] != dir))
-    dirs.emplace_back(dir);
-  for (const uint32_t pid : pids) {
-    if (pid == 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    for (const std::string& d : dirs) {
-      const std::string path = d + "/" + std::to_string(pid) + ".sock";
-      struct stat st {};
-      if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+  if (DIR* t = opendir("/tmp")) {
+    for (dirent* e; (e = readdir(t)) != nullptr;) {
+      const std::string name = e->d_name;
+      if (name.compare(0, 8, "gotrace-") == 0 && name.size() > 8 &&
+          name.find_first_not_of("0123456789", 8) == std::string::npos &&
+          (dirs.empty() || dirs[0] != "/tmp/" + name))
+        dirs.push_back("/tmp/" + name);
+    }
+    closedir(t);
+  }
+  for (const std::string& d : dirs) {
+    DIR* dd = opendir(d.c_str());
+    if (dd == nullptr) continue;  // another user's, and we are not root
+    for (dirent* e; (e = readdir(dd)) != nullptr;) {
+      const std::string name = e->d_name;
+      const size_t dot = name.find('.');
+      if (dot == 0 || dot == std::string::npos || name.substr(dot) != ".sock" ||
+          name.find_first_not_of("0123456789") != dot)
         continue;
+      const long pid = std::strtol(name.c_str(), nullptr, 10);
+      if (pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+      const std::string path = d + "/" + name;
+      struct stat st {};
+      if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
       struct sockaddr_un addr {};
       addr.sun_family = AF_UNIX;
       if (path.size() >= sizeof addr.sun_path) continue;
@@ -501,6 +516,7 @@ void RemoveDeadChannels(const std::vector<Item>& items) {
       close(c);
       if (refused) unlink(path.c_str());
     }
+    closedir(dd);
   }
 }
 
@@ -885,7 +901,7 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
   }
 
-  RemoveDeadChannels(items);
+  RemoveDeadChannels();
 
   // The index: every process of the run.
   std::vector<const Item*> procs;

@@ -1071,6 +1071,25 @@ TEST_CASE("windows: the run's end removes the channels its ended processes left"
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
+  // A paused worker killed by SIGKILL (no end of its own, no entry, no
+  // log): its socket goes too.
+  const PausedPython run = StartPausedPython(
+      dir, env, "k.trace",
+      "import os, sys\n"
+      "r, w = os.pipe()\n"
+      "p = os.fork()\n"
+      "if p == 0:\n"
+      "    os.close(w)\n"
+      "    os.read(r, 1)\n"
+      "    os._exit(0)\n"
+      "os.close(r)\n"
+      "sys.stdin.read()\n"
+      "os.waitpid(p, 0)\n");
+  const std::string sock = dir.File("xdg/gotrace/" + std::to_string(run.worker) + ".sock");
+  CHECK(access(sock.c_str(), F_OK) == 0);
+  REQUIRE(kill(run.worker, SIGKILL) == 0);
+  CHECK(WIFEXITED(run.wrap->Finish()));
+  CHECK(access(sock.c_str(), F_OK) != 0);
 }
 
 // A prefork server (nginx, Apache's prefork, PostgreSQL) does its work in
