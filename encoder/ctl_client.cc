@@ -274,6 +274,8 @@ int CtlTree(int pid, const std::string& cmd, int timeout_s) {
     if (!has) continue;
     std::string reply, error;
     if (!CtlRequest(p, cmd, timeout_s, &reply, &error)) {
+      // A worker that ended meanwhile (a server's churn) is not a refusal.
+      if (kill(p, 0) != 0 && errno == ESRCH) continue;
       std::fprintf(stderr, "gotrace ctl: %d: %s\n", p, error.c_str());
       ++refused;
       continue;

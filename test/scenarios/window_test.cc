@@ -898,6 +898,8 @@ TEST_CASE("flight recorder: GOTRACE_FLIGHT alone asks for one; with GOTRACE_MODE
     const ProcResult r = Ctl(srv.pid(), "status", env);
     INFO(r.Describe());
     CHECK(r.out.find("flight recorder keeping the last 2.00 s") != std::string::npos);
+    CHECK(Ctl(srv.pid(), "start", env).err ==
+          "error: already recording (since the process started)\n");
     CHECK(srv.Finish() == 0);
     CHECK(srv.Err().find("ignoring") == std::string::npos);
   }
@@ -992,7 +994,12 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
   const std::vector<pid_t> worker = {run.worker};
   const std::string w1 = "/tmp/gotrace-65534/u.trace." + std::to_string(worker[0]) + ".w1";
   unlink(w1.c_str());
-  REQUIRE(Ctl(worker[0], "start", env).Exited(0));
+  {
+    const ProcResult s = Ctl(worker[0], "start", env);
+    INFO(s.Describe());
+    REQUIRE(s.Exited(0));
+    CHECK(s.out == "ok: recording window 1 into " + w1 + "\n");  // where stop writes it
+  }
   std::this_thread::sleep_for(300ms);
   const ProcResult r = Ctl(worker[0], "stop", env);
   INFO(r.Describe());
