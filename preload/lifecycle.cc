@@ -1660,10 +1660,10 @@ bool WindowStart(sys::Line* reply) {
     for (char* p = dir; *p != '\0'; ++p)
       if (*p == '/') slash = p;
     if (slash != nullptr && slash != dir) *slash = '\0';
-    const long ok = slash == nullptr ? 0
-                                     : sys::Syscall6(SYS_faccessat2, AT_FDCWD,
-                                                     reinterpret_cast<long>(dir), W_OK | X_OK,
-                                                     AT_EACCESS);
+    const long ok = slash == nullptr
+                        ? 0
+                        : sys::Syscall6(SYS_faccessat2, AT_FDCWD, reinterpret_cast<long>(dir),
+                                        W_OK | X_OK, AT_EACCESS);
     if (ok == -EACCES || ok == -EPERM) (void)InPrivateDir(g.out_path, where, sizeof where);
   }
   reply->Str("ok: recording window ").U64(g.window).Str(" into ").Str(where);

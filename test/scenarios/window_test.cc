@@ -1080,18 +1080,17 @@ TEST_CASE("windows: the run's end removes the channels its ended processes left"
   CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
   // A paused worker killed by SIGKILL (no end of its own, no entry, no
   // log): its socket goes too.
-  const PausedPython run = StartPausedPython(
-      dir, env, "k.trace",
-      "import os, sys\n"
-      "r, w = os.pipe()\n"
-      "p = os.fork()\n"
-      "if p == 0:\n"
-      "    os.close(w)\n"
-      "    os.read(r, 1)\n"
-      "    os._exit(0)\n"
-      "os.close(r)\n"
-      "sys.stdin.read()\n"
-      "os.waitpid(p, 0)\n");
+  const PausedPython run = StartPausedPython(dir, env, "k.trace",
+                                             "import os, sys\n"
+                                             "r, w = os.pipe()\n"
+                                             "p = os.fork()\n"
+                                             "if p == 0:\n"
+                                             "    os.close(w)\n"
+                                             "    os.read(r, 1)\n"
+                                             "    os._exit(0)\n"
+                                             "os.close(r)\n"
+                                             "sys.stdin.read()\n"
+                                             "os.waitpid(p, 0)\n");
   const std::string sock = dir.File("xdg/gotrace/" + std::to_string(run.worker) + ".sock");
   CHECK(access(sock.c_str(), F_OK) == 0);
   REQUIRE(kill(run.worker, SIGKILL) == 0);
