@@ -17,13 +17,16 @@
 // the channel was opened as, or root's: another user gets the connection
 // closed and nothing else.
 //
-// Fork children (a prefork server's workers) open a channel of their own as
-// they are forked (lifecycle.cc, ForkChildControl).
+// Fork children (a prefork server's workers) open a channel of their own at
+// their first call of ours (lifecycle.cc, ForkChildControl).
 //
 // Cost. The thread exists only where asked for (GOTRACE_START=paused,
-// GOTRACE_CTL=1, and their fork children): a second thread changes a program (glibc's single-thread
-// fast paths end), so it is not in every traced process. It blocks in
-// accept(2) with every signal blocked, and never records.
+// GOTRACE_CTL=1, the flight recorder, and their fork children): a second
+// thread changes a program (glibc's single-thread fast paths end), so it is
+// not in every traced process. It waits in poll(2) on its socket and an
+// eventfd with every signal blocked (but glibc's setxid one), and never
+// records; the program's per-thread credential changes are made in it too
+// (control::MirrorCapset).
 //===----------------------------------------------------------------------===//
 #include "preload/control.h"
 
