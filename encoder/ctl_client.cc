@@ -248,12 +248,8 @@ std::vector<int> ChildrenOf(int pid) {
 
 // `gotrace ctl --tree PID cmd`: PID (or the program its launcher runs) and
 // its descendants, parents first; those without a channel are passed over.
-int CtlTree(int pid, const std::string& cmd, int timeout_s) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) {
-    std::fprintf(stderr, "gotrace ctl: no process %d\n", pid);
-    return 1;
-  }
-  if (const int program = LaunchedProgram(pid); program > 0) pid = program;
+// The process `pid` and its descendants, parents first.
+std::vector<int> TreeOf(int pid) {
   std::vector<int> order, todo = {pid};
   std::set<int> seen;
   while (!todo.empty()) {
@@ -264,32 +260,56 @@ int CtlTree(int pid, const std::string& cmd, int timeout_s) {
     const std::vector<int> kids = ChildrenOf(p);
     todo.insert(todo.end(), kids.begin(), kids.end());
   }
+  return order;
+}
+
+int CtlTree(int pid, const std::string& cmd, int timeout_s) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) {
+    std::fprintf(stderr, "gotrace ctl: no process %d\n", pid);
+    return 1;
+  }
+  if (const int program = LaunchedProgram(pid); program > 0) pid = program;
   int answered = 0, refused = 0;
-  for (const int p : order) {
-    // Only a process whose channel exists is asked (no "no control
-    // channel" line for each helper of the tree).
-    bool has = false;
-    for (const std::string& path : SocketCandidates(p))
-      has = has || access(path.c_str(), F_OK) == 0;
-    if (!has) continue;
-    std::string reply, error;
-    if (!CtlRequest(p, cmd, timeout_s, &reply, &error)) {
-      // A worker that ended meanwhile (a server's churn) is not a refusal.
-      if (kill(p, 0) != 0 && errno == ESRCH) continue;
-      std::fprintf(stderr, "gotrace ctl: %d: %s\n", p, error.c_str());
-      ++refused;
-      continue;
+  size_t tree = 0;
+  std::set<int> asked;
+  // Passes over the tree until one finds no process with a channel not yet
+  // asked: a worker forked meanwhile, or whose channel opened meanwhile,
+  // missed by the first (a stop that left a new backend recording), is
+  // asked by the next (at most 5).
+  for (int pass = 0; pass < 5; ++pass) {
+    const std::vector<int> order = TreeOf(pid);
+    tree = std::max(tree, order.size());
+    bool any = false;
+    for (const int p : order) {
+      if (asked.count(p) != 0) continue;
+      // Only a process whose channel exists is asked (no "no control
+      // channel" line for each helper of the tree).
+      bool has = false;
+      for (const std::string& path : SocketCandidates(p))
+        has = has || access(path.c_str(), F_OK) == 0;
+      if (!has) continue;
+      asked.insert(p);
+      any = true;
+      std::string reply, error;
+      if (!CtlRequest(p, cmd, timeout_s, &reply, &error)) {
+        // A worker that ended meanwhile (a server's churn) is not a refusal.
+        if (kill(p, 0) != 0 && errno == ESRCH) continue;
+        std::fprintf(stderr, "gotrace ctl: %d: %s\n", p, error.c_str());
+        ++refused;
+        continue;
+      }
+      ++answered;
+      const bool ok = reply.rfind("ok", 0) == 0;
+      if (!ok) ++refused;
+      std::fprintf(ok ? stdout : stderr, "%d: %s\n", p, reply.c_str());
     }
-    ++answered;
-    const bool ok = reply.rfind("ok", 0) == 0;
-    if (!ok) ++refused;
-    std::fprintf(ok ? stdout : stderr, "%d: %s\n", p, reply.c_str());
+    if (!any) break;
   }
   if (answered == 0 && refused == 0) {
     std::fprintf(stderr,
                  "gotrace ctl: neither process %d nor any of its %zu descendants has a control "
                  "channel\n",
-                 pid, order.size() - 1);
+                 pid, tree - 1);
     return 1;
   }
   return refused == 0 ? 0 : 1;
