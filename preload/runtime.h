@@ -520,10 +520,13 @@ void RecordSyscallAt(const HookScope& s, WaitKind kind, uint64_t flags, uint64_t
 // A fork child that has recorded nothing yet (its log starts at its first
 // recorded call: StartForkChildLog), outside any hook, recording I/O: a
 // call of `group` is to be timed first (hooks_syscalls.cc, PendingForkCall).
+// Not in a process with a control channel (a service's worker): its
+// channel opens at its first call, before it, or a worker whose first call
+// is a pause() or a sigsuspend() that lasts could not be reached.
 GT_ALWAYS_INLINE bool ForkLogPending(uint32_t group) {
   return GT_UNLIKELY(g.bind.load(std::memory_order_relaxed) == 0) &&
          g.fork_log_pending.load(std::memory_order_relaxed) && (g.events & group) != 0 &&
-         t_state.depth == 0;
+         t_state.depth == 0 && !g.config.control;
 }
 
 // The CPU time the kernel counted for thread `tid` of this process (ns; 0
