@@ -1061,16 +1061,17 @@ TEST_CASE("windows: a window open when an idle worker ends is its trace", "[wind
 TEST_CASE("windows: a worker waiting in pause() from its start is reachable", "[windows][run]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  const PausedPython run = StartPausedPython(dir, env, "z.trace",
-                                             "import os, signal, sys\n"
-                                             "p = os.fork()\n"
-                                             "if p == 0:\n"
-                                             "    signal.signal(signal.SIGUSR1, lambda s, f: None)\n"
-                                             "    signal.pause()\n"
-                                             "    os._exit(0)\n"
-                                             "sys.stdin.read()\n"
-                                             "os.kill(p, signal.SIGUSR1)\n"
-                                             "os.waitpid(p, 0)\n");
+  const PausedPython run =
+      StartPausedPython(dir, env, "z.trace",
+                        "import os, signal, sys\n"
+                        "p = os.fork()\n"
+                        "if p == 0:\n"
+                        "    signal.signal(signal.SIGUSR1, lambda s, f: None)\n"
+                        "    signal.pause()\n"
+                        "    os._exit(0)\n"
+                        "sys.stdin.read()\n"
+                        "os.kill(p, signal.SIGUSR1)\n"
+                        "os.waitpid(p, 0)\n");
   CHECK(Ctl(run.worker, "status", env).out.find("paused, 0 windows written") != std::string::npos);
   CHECK(WIFEXITED(run.wrap->Finish()));
 }
