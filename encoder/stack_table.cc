@@ -2,6 +2,7 @@
 //===-- encoder/stack_table.cc - log stacks to symbolized trace stacks ----===//
 #include "encoder/stack_table.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@ std::string Key(uint32_t file, uint64_t a, uint64_t b, uint64_t c) {
 void StackTable::Define(uint32_t file, uint64_t log_id, uint32_t epoch, std::vector<uint64_t> pcs,
                         bool truncated) {
   if (log_id == 0) return;
+  files_[file].first_epoch = std::min(files_[file].first_epoch, epoch);
   files_[file].defs.try_emplace(log_id, Def{epoch, std::move(pcs), truncated});
 }
 
@@ -118,7 +120,13 @@ const StackTable::Expanded* StackTable::Routine(GoTraceWriter* w,
   if (u.start_pc == 0) return nullptr;
   Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
   const auto& defs = files_[u.file].defs;
-  uint32_t epoch = 0;
+  // Dated by the stack of its creation; else (a thread there at the log's
+  // start: the main thread, a fork child's) the log's first module map. A
+  // fork child's log numbers its modules from its parent's epoch (Apache
+  // unloads and reloads its modules before it forks its workers): looked up
+  // at epoch 0, where that log had no module, an event worker's main thread
+  // was named by its raw start address.
+  uint32_t epoch = files_[u.file].first_epoch != ~uint32_t{0} ? files_[u.file].first_epoch : 0;
   if (auto d = defs.find(u.log_id); d != defs.end()) epoch = d->second.epoch;
   // The runtime's convention: a start stack's PC is entry + 1, so that the
   // pc - 1 lookup every frame gets lands on the entry.

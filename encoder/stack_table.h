@@ -107,6 +107,9 @@ class StackTable {
     std::vector<uint32_t> direct;                      // log id -> trace id
     std::unordered_map<uint64_t, uint32_t> overflow;   // for huge log ids
     std::unordered_map<uint64_t, Def> defs;
+    // The smallest epoch of its stacks (UINT32_MAX: none): the module map
+    // of its log's start, for a routine no creation stack dates.
+    uint32_t first_epoch = ~uint32_t{0};
   };
   struct Used {
     uint32_t file;

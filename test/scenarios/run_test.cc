@@ -755,6 +755,25 @@ TEST_CASE("a process killed before it recorded anything is listed from its reapi
   CHECK_THAT(r.err, Catch::Contains("2 processes ran"));
 }
 
+// A fork child's log numbers its modules from its parent's epoch (an
+// unload moved it on), and its main thread, there from the log's start,
+// had its routine looked up at epoch 0, where the log had no module: it was
+// named after the process (Apache's event workers: by its raw start
+// address, "apache2 [0x564ef55d3710]").
+TEST_CASE("a fork child of a process that unloaded a library: its main thread is main", "[run]") {
+  TempDir dir;
+  const ProcResult r =
+      Wrap({"-q", "-o", dir.File("d.trace"), "--", Scenario("fork_after_dlclose")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  const std::string child = r.out.substr(0, r.out.find('\n'));
+  const std::string trace = dir.File("d.trace." + child);
+  REQUIRE(ValidateTrace(trace).empty());
+  const ProcResult rep = RunProcess({std::string(GOTRACE_BUILD_DIR) + "/gotrace", "report", trace});
+  INFO(rep.out);
+  CHECK_THAT(rep.out, Catch::Contains("  main (tid " + child + ")"));
+}
+
 TEST_CASE("a fork child killed while it waits is listed by its parent's command line", "[run]") {
   // Its command line is recorded at its end (its title), which SIGKILL
   // never lets it reach: README promises its parent's then.
