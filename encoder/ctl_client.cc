@@ -116,19 +116,29 @@ std::string Comm(int pid) {
   return name;
 }
 
+// The children of every thread of `pid` (/proc/PID/task/*/children).
+std::vector<int> ChildrenOf(int pid) {
+  std::vector<int> out;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(tasks.c_str());
+  if (d == nullptr) return out;
+  for (dirent* e; (e = readdir(d)) != nullptr;) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    FILE* f = std::fopen((tasks + "/" + e->d_name + "/children").c_str(), "r");
+    if (f == nullptr) continue;
+    for (int c; std::fscanf(f, "%d", &c) == 1;) out.push_back(c);
+    std::fclose(f);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int LaunchedProgram(int pid) {
   const std::string comm = Comm(pid);
   if (comm != "tracewrap" && comm != "gotrace") return 0;
-  FILE* f = std::fopen(
-      ("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children").c_str(), "r");
-  if (f == nullptr) return 0;
-  int found = 0, n = 0, child;
-  while (std::fscanf(f, "%d", &child) == 1) {
-    found = child;
-    ++n;
-  }
-  std::fclose(f);
-  return n == 1 ? found : 0;
+  const std::vector<int> kids = ChildrenOf(pid);
+  return kids.size() == 1 ? kids[0] : 0;
 }
 
 }  // namespace
@@ -227,24 +237,6 @@ bool CtlRequest(int pid, const std::string& command, int timeout_s, std::string*
 }
 
 namespace {
-
-// The children of every thread of `pid` (/proc/PID/task/*/children).
-std::vector<int> ChildrenOf(int pid) {
-  std::vector<int> out;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = opendir(tasks.c_str());
-  if (d == nullptr) return out;
-  for (dirent* e; (e = readdir(d)) != nullptr;) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    FILE* f = std::fopen((tasks + "/" + e->d_name + "/children").c_str(), "r");
-    if (f == nullptr) continue;
-    for (int c; std::fscanf(f, "%d", &c) == 1;) out.push_back(c);
-    std::fclose(f);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // `gotrace ctl --tree PID cmd`: PID (or the program its launcher runs) and
 // its descendants, parents first; those without a channel are passed over.

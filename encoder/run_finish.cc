@@ -244,11 +244,31 @@ void EncodeAll(std::vector<Item>& items, const std::vector<size_t>& jobs,
   for (auto& t : threads) t.join();
 }
 
-// Whether a trace's name is a trace window's, NAME.w<n>.
-bool WindowName(const std::string& trace) {
-  const size_t w = trace.rfind(".w");
-  return w != std::string::npos && w + 2 < trace.size() &&
-         trace.find_first_not_of("0123456789", w + 2) == std::string::npos;
+// Where a trace window's name, NAME.w<n>, has its ".w" (npos: not one).
+size_t WindowSuffix(const std::string& name) {
+  const size_t w = name.rfind(".w");
+  return w != std::string::npos && w + 2 < name.size() &&
+                 name.find_first_not_of("0123456789", w + 2) == std::string::npos
+             ? w
+             : std::string::npos;
+}
+
+bool WindowName(const std::string& trace) { return WindowSuffix(trace) != std::string::npos; }
+
+// The users' private directories, /tmp/gotrace-<uid> (control::DirFor's
+// name without XDG_RUNTIME_DIR), but `except`.
+std::vector<std::string> PrivateTmpDirs(const std::string& except) {
+  std::vector<std::string> out;
+  if (DIR* t = opendir("/tmp")) {
+    for (dirent* e; (e = readdir(t)) != nullptr;) {
+      const std::string name = e->d_name;
+      if (name.compare(0, 8, "gotrace-") == 0 && name.size() > 8 &&
+          name.find_first_not_of("0123456789", 8) == std::string::npos && "/tmp/" + name != except)
+        out.push_back("/tmp/" + name);
+    }
+    closedir(t);
+  }
+  return out;
 }
 
 // Whether a complete, readable log's process recorded nothing worth a trace.
@@ -407,18 +427,9 @@ void WindowTracesIn(const GotraceFinishRequest& req, const std::string& dir,
 std::vector<std::string> WindowTraces(const GotraceFinishRequest& req, const struct stat* stamp,
                                       const std::set<std::string>& written) {
   std::vector<std::string> out;
-  std::vector<std::string> dirs = {req.outdir};
-  if (DIR* t = opendir("/tmp")) {
-    for (dirent* e; (e = readdir(t)) != nullptr;) {
-      const std::string name = e->d_name;
-      if (name.compare(0, 8, "gotrace-") == 0 && name.size() > 8 &&
-          name.find_first_not_of("0123456789", 8) == std::string::npos &&
-          "/tmp/" + name != req.outdir)
-        dirs.push_back("/tmp/" + name);
-    }
-    closedir(t);
-  }
-  for (const std::string& dir : dirs) WindowTracesIn(req, dir, stamp, written, &out);
+  WindowTracesIn(req, req.outdir, stamp, written, &out);
+  for (const std::string& dir : PrivateTmpDirs(req.outdir))
+    WindowTracesIn(req, dir, stamp, written, &out);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -438,10 +449,8 @@ std::map<uint32_t, std::vector<std::string>> WindowsByPid(const std::vector<std:
   for (const std::string& path : windows) {
     const std::string name = Base(path);
     // OUT....w<n>: window n; otherwise the recording from the start (0).
-    size_t w = name.rfind(".w");
-    if (w == std::string::npos || w + 2 >= name.size() ||
-        name.find_first_not_of("0123456789", w + 2) != std::string::npos)
-      w = name.size();
+    const size_t suffix = WindowSuffix(name);
+    const size_t w = suffix != std::string::npos ? suffix : name.size();
     const uint64_t n = w < name.size() ? std::strtoull(name.c_str() + w + 2, nullptr, 10) : 0;
     uint32_t pid = root;
     for (size_t i = std::min(prefix.size(), w); i < w;) {
@@ -481,16 +490,7 @@ void RemoveDeadChannels() {
   char dir[256];
   if (control::DirFor(getenv("XDG_RUNTIME_DIR"), static_cast<uint32_t>(geteuid()), dir, sizeof dir))
     dirs.emplace_back(dir);
-  if (DIR* t = opendir("/tmp")) {
-    for (dirent* e; (e = readdir(t)) != nullptr;) {
-      const std::string name = e->d_name;
-      if (name.compare(0, 8, "gotrace-") == 0 && name.size() > 8 &&
-          name.find_first_not_of("0123456789", 8) == std::string::npos &&
-          (dirs.empty() || dirs[0] != "/tmp/" + name))
-        dirs.push_back("/tmp/" + name);
-    }
-    closedir(t);
-  }
+  for (std::string& d : PrivateTmpDirs(dirs.empty() ? "" : dirs[0])) dirs.push_back(std::move(d));
   for (const std::string& d : dirs) {
     DIR* dd = opendir(d.c_str());
     if (dd == nullptr) continue;  // another user's, and we are not root

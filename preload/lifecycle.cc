@@ -2240,6 +2240,28 @@ void BeforeFork() {
   fdclass::WipeOnFork();
 }
 
+// A fork child's identity, a process of its own (a recording parent's
+// child and a paused one's alike). Inline: in the fork path's code window.
+GT_ALWAYS_INLINE void BecomeForkChild() {
+  // Its parent is the process that forked it (a pending child's parent is
+  // not in StartLog's getppid yet, and this one's entry may be written
+  // after its parent died and it was reparented).
+  g.ppid = static_cast<uint32_t>(g.pid);
+  g.pid = sys::GetPid();
+  // Two stores, not one of a constant the compiler keeps in our read-only
+  // data for them both: its page was a fault in every fork child (issue 18).
+  __atomic_store_n(&g.descendant, true, __ATOMIC_RELAXED);
+  __atomic_store_n(&g.forked_image, true, __ATOMIC_RELAXED);
+  g.image = 0;
+  // One thread now: this one, counted whether or not it was before.
+  g.app_threads.store(1, std::memory_order_relaxed);
+  g.flusher_retired.store(false);
+  // The process began now: its log's start, whenever the log is made.
+  g.start_ns = sys::MonotonicNs();
+  g.began_ns = g.start_ns;
+  g.start_ticks = sys::Ticks();
+}
+
 // Problem: a fork child of a process with a control channel had none (its
 // thread is the parent's), so a prefork server's workers, where its work
 // is, could not be started, stopped or snapshotted, and a paused server's
@@ -2258,25 +2280,16 @@ GT_NOINLINE void ForkChildControl() {
 }
 
 // A fork child of a paused process: paused too, a process of its own (its
-// windows are PATH.<pid>.wN). Its channel and the kernel's records start at
-// its first call of ours (StartForkChildLog), on its only thread as a
-// paused process opens them at its start (Init); until then it is a
-// pending fork child like a recording one's.
+// windows are PATH.<pid>.wN). Its channel opens at its first call of ours
+// (StartForkChildLog), its kernel records once a window records, as any
+// descendant's; until then it is a pending fork child like a recording
+// one's.
 GT_NOINLINE void PausedForkChild() {
   TracerScope tracer;
   PoolForgetForChild(/*keep_slot=*/false);
   PoolResetIfForked();  // the parent's slots and kernel records are not ours
-  g.ppid = static_cast<uint32_t>(g.pid);
-  g.pid = sys::GetPid();
-  g.descendant = true;
-  g.forked_image = true;
-  g.image = 0;
-  g.app_threads.store(1, std::memory_order_relaxed);
+  BecomeForkChild();
   g.flusher_running.store(false);
-  g.flusher_retired.store(false);
-  g.start_ns = sys::MonotonicNs();
-  g.start_ticks = sys::Ticks();
-  g.began_ns = g.start_ns;
   g.kernel_tried.store(false);  // (the parent's were its own)
   g.fork_log_pending.store(true, std::memory_order_release);
 }
@@ -2347,26 +2360,10 @@ void AtForkChild() {
     // them, followed or not (replaced when the child starts a log).
     PoolForgetForChild(in_hook);
     if (!g.config.follow) return;
-    // Its parent is the process that forked it (a pending child's parent is
-    // not in StartLog's getppid yet, and this one's entry may be written
-    // after its parent died and it was reparented).
-    g.ppid = static_cast<uint32_t>(g.pid);
-    g.pid = sys::GetPid();
-    // Two stores, not one of a constant the compiler keeps in our read-only
-    // data for them both: its page was a fault in every fork child (issue 18).
-    __atomic_store_n(&g.descendant, true, __ATOMIC_RELAXED);
-    __atomic_store_n(&g.forked_image, true, __ATOMIC_RELAXED);
-    g.image = 0;
-    // One thread now: this one, counted whether or not it was before.
-    g.app_threads.store(1, std::memory_order_relaxed);
-    g.flusher_retired.store(false);
+    BecomeForkChild();
     // The thread's live key is set when the child starts its log
     // (StartForkChildLog): a child that execs or exits first never needs it,
     // and pthread_setspecific was one more page of libc's code per fork.
-    // The process began now: its log's start, whenever the log is made.
-    g.start_ns = sys::MonotonicNs();
-    g.began_ns = g.start_ns;
-    g.start_ticks = sys::Ticks();
     g.kernel_tried.store(true);  // nothing to attach the kernel's records to yet
     g.phase.store(Phase::kShutdown, std::memory_order_release);
     g.fork_log_pending.store(true, std::memory_order_release);
