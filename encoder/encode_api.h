@@ -40,7 +40,7 @@ __attribute__((visibility("default"))) int gotrace_encode_v1(const GotraceEncode
 // After the program ended: every log of the run becomes its trace (killed
 // processes' too), encoded on every CPU with one symbol cache, quiet
 // processes get none, and the run's index is written (encoder/run_finish.h).
-enum { kGotraceFinishApiVersion = 1 };
+enum { kGotraceFinishApiVersion = 2 };
 
 struct GotraceFinishRequest {
   uint32_t version;            // kGotraceFinishApiVersion
@@ -61,6 +61,7 @@ struct GotraceFinishRequest {
   const char* prog_name;       // "tracewrap": the prefix of the launcher's own lines
   int relative_paths;          // the user named the output relative to the working directory
   const char* log_dir;         // where the logs are (GOTRACE_LOG_DIR), NULL: next to the traces
+  int control;                 // the run's processes may open control channels (windows)
 };
 
 // Prints its own lines. Returns the number of traces written.

@@ -977,6 +977,24 @@ void HoldClosedStandardDescriptors() {
   }
 }
 
+// Whether the program's environment (the options applied) lets a process of
+// the run open a control channel (preload/config.cc: GOTRACE_START=paused,
+// GOTRACE_CTL, the flight recorder), and so write trace windows of its own
+// and leave sockets: only then does the run's end look for them, in the
+// output directory and in every /tmp/gotrace-<uid>. Listing those cost
+// every run (tracewrap -- /bin/true read /tmp twice, 600 entries here). Any
+// value other than the ones that say no counts, as an invalid one may
+// still be a typo of yes.
+bool ControlPossible() {
+  auto set = [](const char* name, const char* no) {
+    const char* v = getenv(name);
+    return v != nullptr && v[0] != '\0' && (no == nullptr || std::strcmp(v, no) != 0);
+  };
+  const char* mode = getenv("GOTRACE_MODE");
+  return set("GOTRACE_START", "running") || set("GOTRACE_CTL", "0") || set("GOTRACE_FLIGHT", nullptr) ||
+         (mode != nullptr && std::strcmp(mode, "flight") == 0);
+}
+
 }  // namespace
 
 int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, ResolveAheadFn resolve_ahead) {
@@ -1328,6 +1346,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   req.prog_name = g_prog;
   req.relative_paths = relative;
   req.log_dir = log_dir.empty() ? nullptr : log_dir.c_str();
+  req.control = ControlPossible();
   // Encoded ahead while the program runs: the logs of processes that end.
   StartAhead(resolve_ahead, lib.c_str(), &req);
   int status = 0;

@@ -799,7 +799,8 @@ int FinishRun(const GotraceFinishRequest& req) {
   std::set<std::string> written;
   for (const Item& it : items)
     if (it.encoded) written.insert(it.written);
-  const std::vector<std::string> window_files = WindowTraces(req, run_stamp, written);
+  const std::vector<std::string> window_files =
+      req.control ? WindowTraces(req, run_stamp, written) : std::vector<std::string>();
   std::map<uint32_t, std::vector<std::string>> windows;
   if (!window_files.empty()) {
     std::set<uint32_t> pids;
@@ -901,7 +902,7 @@ int FinishRun(const GotraceFinishRequest& req) {
     }
   }
 
-  RemoveDeadChannels();
+  if (req.control) RemoveDeadChannels();
 
   // The index: every process of the run.
   std::vector<const Item*> procs;
