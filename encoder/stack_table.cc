@@ -205,6 +205,23 @@ const StackTable::Expanded& StackTable::Expand(GoTraceWriter* w, Symbolizer* sym
 void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms,
                           StackStats* stats) {
   std::vector<GoFrame> frames;
+  // What will be asked of each symbolizer (Symbolizer::Expect): node's
+  // symbol table (109,000 symbols) was scanned twelve times, 0.75 ms each,
+  // before being sorted for the 228 addresses a short run named in it.
+  for (const Used& u : used_) {
+    Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
+    if (sym == nullptr) continue;
+    const auto& defs = files_[u.file].defs;
+    auto d = defs.find(u.log_id);
+    if (u.start) {
+      if (u.start_pc == 0) continue;
+      const uint32_t first = files_[u.file].first_epoch;
+      sym->Expect(u.start_pc, d != defs.end() ? d->second.epoch : first != ~uint32_t{0} ? first : 0);
+    } else if (d != defs.end()) {
+      for (uint64_t pc : d->second.pcs)
+        if (pc > 0) sym->Expect(pc - 1, d->second.epoch);
+    }
+  }
   const std::unordered_set<const Expanded*> trampolines = Trampolines(w, syms, stats);
   // The start stacks named after their threads: by the name, and the
   // routine where it has none of its own (module+offset).

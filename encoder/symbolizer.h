@@ -39,6 +39,10 @@ class Symbolizer {
   // contains it. Callers pass pc - 1 for return addresses. Appends nothing if
   // addr is unknown; the encoder then names the frame by its address.
   virtual void Symbolize(uint64_t addr, uint32_t epoch, std::vector<SymFrame>* out) = 0;
+  // A hint, before the Symbolize calls: `addr` (as Symbolize will be given
+  // it) will be asked for. A module that will name many addresses from its
+  // symbol table sorts it at once rather than scanning it for the first few.
+  virtual void Expect(uint64_t /*addr*/, uint32_t /*epoch*/) {}
 };
 
 using SymbolizerFactory = std::function<std::unique_ptr<Symbolizer>(const log::LogFile&)>;

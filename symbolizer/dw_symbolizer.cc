@@ -41,6 +41,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "symbolizer/debuginfod.h"
@@ -761,6 +762,9 @@ class SymbolIndex {
   // From `raw` if it could be read, else through libdwfl (which also reads
   // a table kept only in .gnu_debugdata).
   SymbolIndex(Dwfl_Module* mod, const RawSymtab* raw) : raw_(raw) {
+    // (node's .symtab: 109,000 symbols; growing the vector was a tenth of
+    // the index's cost.)
+    syms_.reserve(raw != nullptr ? raw->count : static_cast<size_t>(std::max(0, dwfl_module_getsymtab(mod))));
     if (raw != nullptr) {
       raw->ForEachCode([&](const GElf_Sym& sym, GElf_Addr lo, uint32_t name_off) {
         Add(sym, lo, nullptr, name_off);
@@ -777,38 +781,71 @@ class SymbolIndex {
       }
     }
     // Preferred last among equal starts (Find walks backwards). Sorted as
-    // 16-byte keys, then the symbols put in that order.
+    // 16-byte keys, then the symbols put in that order. A symbol's rank
+    // needs its name (Rank), which only matters among symbols that start
+    // at the same address: sorted first without it, then each such run
+    // again with it (reading every name cost node's index a sixth).
     struct Key {
       GElf_Addr lo;
       uint64_t rest;  // TieKey: its low 32 bits are the position in syms_
     };
+    auto by_key = [](const Key& a, const Key& b) {
+      return a.lo != b.lo ? a.lo < b.lo : a.rest < b.rest;
+    };
     std::vector<Key> keys(syms_.size());
     for (size_t i = 0; i < syms_.size(); ++i) {
       const Sym& s = syms_[i];
-      keys[i] = Key{s.lo, TieKey(s.sized, s.rank, static_cast<uint32_t>(i))};
+      keys[i] = Key{s.lo, TieKey(s.sized, 0, static_cast<uint32_t>(i))};
     }
-    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-      return a.lo != b.lo ? a.lo < b.lo : a.rest < b.rest;
-    });
+    std::sort(keys.begin(), keys.end(), by_key);
+    for (size_t i = 0, j; i < keys.size(); i = j) {
+      for (j = i + 1; j < keys.size() && keys[j].lo == keys[i].lo;) ++j;
+      if (j - i < 2) continue;
+      for (size_t k = i; k < j; ++k) {
+        const Sym& s = syms_[static_cast<uint32_t>(keys[k].rest)];
+        keys[k].rest = TieKey(s.sized, RankOf(s), static_cast<uint32_t>(keys[k].rest));
+      }
+      std::sort(keys.begin() + static_cast<ptrdiff_t>(i), keys.begin() + static_cast<ptrdiff_t>(j),
+                by_key);
+    }
     std::vector<Sym> sorted(syms_.size());
     for (size_t i = 0; i < keys.size(); ++i) sorted[i] = syms_[static_cast<uint32_t>(keys[i].rest)];
     syms_ = std::move(sorted);
     SizeUnsized(mod);
-    max_hi_.resize(syms_.size());
-    GElf_Addr hi = 0;
-    for (size_t i = 0; i < syms_.size(); ++i) max_hi_[i] = hi = std::max(hi, syms_[i].hi);
+    // Each symbol's nearest predecessor that ends after it (a stack of
+    // ends, once over the table).
+    ends_after_.resize(syms_.size());
+    std::vector<uint32_t> open;
+    for (size_t i = 0; i < syms_.size(); ++i) {
+      while (!open.empty() && syms_[open.back()].hi <= syms_[i].hi) open.pop_back();
+      ends_after_[i] = open.empty() ? kNone : open.back();
+      open.push_back(static_cast<uint32_t>(i));
+    }
   }
 
   // The name of the innermost symbol containing addr; nullptr if none.
+  // Problem: walking back from the last symbol that starts at or below
+  // addr until one covers it took as long as the table when an early
+  // symbol covers much of the code (node: 228 addresses, 109,000 symbols,
+  // a quarter of an encode's time). A symbol that ends at or below addr
+  // says that every symbol between it and its ends_after_ does too.
   const char* Find(GElf_Addr addr) const {
     auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
                                [](GElf_Addr a, const Sym& s) { return a < s.lo; });
-    for (size_t i = static_cast<size_t>(it - syms_.begin()); i-- > 0 && max_hi_[i] > addr;) {
-      if (addr >= syms_[i].hi) continue;
-      const char* name = syms_[i].name != nullptr ? syms_[i].name : raw_->Name(syms_[i].name_off);
-      if (name != nullptr && name[0] != '\0' && name[0] != '$') return name;
+    size_t i = static_cast<size_t>(it - syms_.begin());
+    if (i == 0) return nullptr;
+    --i;
+    for (;;) {
+      if (addr < syms_[i].hi) {
+        const char* name = syms_[i].name != nullptr ? syms_[i].name : raw_->Name(syms_[i].name_off);
+        if (name != nullptr && name[0] != '\0' && name[0] != '$') return name;
+        if (i == 0) return nullptr;
+        --i;  // nameless: the next one back may cover addr too
+      } else {
+        if (ends_after_[i] == kNone) return nullptr;
+        i = ends_after_[i];
+      }
     }
-    return nullptr;
   }
 
  private:
@@ -817,12 +854,17 @@ class SymbolIndex {
     const char* name;   // through libdwfl; else null and
     uint32_t name_off;  // the offset in the raw table's strings
     bool sized;
-    int rank;
+    unsigned char info;  // st_info: the binding, for RankOf
   };
 
   void Add(const GElf_Sym& sym, GElf_Addr value, const char* name, uint32_t name_off) {
-    syms_.push_back(Sym{value, value + sym.st_size, name, name_off, sym.st_size != 0,
-                        Rank(sym, name != nullptr ? name : raw_->Name(name_off))});
+    syms_.push_back(Sym{value, value + sym.st_size, name, name_off, sym.st_size != 0, sym.st_info});
+  }
+
+  int RankOf(const Sym& s) const {
+    GElf_Sym sym{};
+    sym.st_info = s.info;
+    return Rank(sym, s.name != nullptr ? s.name : raw_->Name(s.name_off));
   }
 
   // A symbol without a size (assembly labels) extends to the next symbol, at
@@ -855,9 +897,10 @@ class SymbolIndex {
     }
   }
 
+  static constexpr uint32_t kNone = ~uint32_t{0};
   const RawSymtab* raw_;
   std::vector<Sym> syms_;
-  std::vector<GElf_Addr> max_hi_;
+  std::vector<uint32_t> ends_after_;  // the nearest earlier symbol with a higher end, or kNone
 };
 
 // One ELF file at one load bias, with its own Dwfl.
@@ -874,6 +917,12 @@ class Module {
   Module& operator=(const Module&) = delete;
   ~Module() {
     if (dwfl_ != nullptr) dwfl_end(dwfl_);
+  }
+
+  // Symbolizer::Expect: only whether more distinct addresses than the
+  // linear lookups will be asked is kept.
+  void Expect(uint64_t addr) {
+    if (expected_.size() <= static_cast<size_t>(options_.linear_symbol_lookups)) expected_.insert(addr);
   }
 
   void Symbolize(uint64_t addr, std::vector<SymFrame>* out) {
@@ -986,7 +1035,13 @@ class Module {
         raw_tried_ = true;
         raw_ok_ = raw_.Open(mod_, dwarf_, callbacks_);
       }
-      if (raw_ok_ && linear_lookups_ < options_.linear_symbol_lookups) {
+      // Not when more addresses than that are to be named in this module
+      // (Expect): the scans would be thrown away. (Some of them may be
+      // named by DWARF instead: node has DWARF for a few of its objects
+      // and names most addresses from its table; then the table is
+      // sorted for a few, at about the cost of the scans.)
+      const bool many = expected_.size() > static_cast<size_t>(options_.linear_symbol_lookups);
+      if (raw_ok_ && !many && linear_lookups_ < options_.linear_symbol_lookups) {
         ++linear_lookups_;
         return Demangle(LinearFind(raw_, addr));
       }
@@ -1023,6 +1078,7 @@ class Module {
   bool raw_tried_ = false;
   bool raw_ok_ = false;
   int linear_lookups_ = 0;
+  std::unordered_set<uint64_t> expected_;
   std::unique_ptr<SymbolIndex> symbols_;
 };
 
@@ -1103,6 +1159,17 @@ class DwSymbolizer final : public Symbolizer {
   void ModuleUnloaded(const log::ModuleUnloadFields& f) override {
     for (Mapping& m : maps_) {
       if (m.unload_epoch == kNever && m.lo < f.hi && f.lo < m.hi) m.unload_epoch = f.epoch;
+    }
+  }
+
+  void Expect(uint64_t addr, uint32_t epoch) override {
+    const Mapping* m = Find(addr, epoch);
+    if (m == nullptr) return;
+    if (pool_) {
+      std::lock_guard<std::mutex> lock(pool_->mu());
+      m->module->Expect(addr - m->rebase);
+    } else {
+      m->module->Expect(addr);
     }
   }
 

@@ -104,6 +104,30 @@ __asm__(
     "  ret\n"
     ".size gt_fix_asm_end, 1\n");
 
+// A sized symbol around two others, with code of its own between them: an
+// address past an inner one is the outer one's (SymbolIndex::Find jumps
+// from a symbol that ends below it to the nearest earlier one that ends
+// after it).
+__asm__(
+    ".text\n"
+    ".globl gt_fix_outer\n"
+    ".type gt_fix_outer, STT_FUNC\n"
+    "gt_fix_outer:\n"
+    "  nop\n"
+    ".globl gt_fix_inner_a\n"
+    ".type gt_fix_inner_a, STT_FUNC\n"
+    "gt_fix_inner_a:\n"
+    "  nop\n  nop\n"
+    ".size gt_fix_inner_a, 2\n"
+    "  nop\n"
+    ".globl gt_fix_inner_b\n"
+    ".type gt_fix_inner_b, STT_FUNC\n"
+    "gt_fix_inner_b:\n"
+    "  nop\n  nop\n"
+    ".size gt_fix_inner_b, 2\n"
+    "  nop\n  ret\n"
+    ".size gt_fix_outer, .-gt_fix_outer\n");
+
 // One function under three local names, as glibc's full symbol table has
 // clone3, __clone3 and __GI___clone3 (the name with the fewest leading
 // underscores names it), and one under a versioned name as a full table

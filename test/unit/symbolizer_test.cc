@@ -858,6 +858,17 @@ TEST_CASE("symbolizer: a pass over the symbol table and the sorted index agree",
       CHECK(Symbolize(s.get(), lo + 5, 0).at(0).func == e.sized_not);
       CHECK(Symbolize(s.get(), tail + 1, 0).at(0).func == "gt_fix_asm_tail");
       CHECK(Symbolize(s.get(), end, 0).at(0).func == "gt_fix_asm_end");
+      // Symbols inside a sized one: each names its own bytes, the outer
+      // one the bytes between and after them.
+      const auto outer = reinterpret_cast<uint64_t>(f.Sym<void*>("gt_fix_outer"));
+      const auto a = reinterpret_cast<uint64_t>(f.Sym<void*>("gt_fix_inner_a"));
+      const auto b = reinterpret_cast<uint64_t>(f.Sym<void*>("gt_fix_inner_b"));
+      CHECK(Symbolize(s.get(), outer, 0).at(0).func == "gt_fix_outer");
+      CHECK(Symbolize(s.get(), a + 1, 0).at(0).func == "gt_fix_inner_a");
+      CHECK(Symbolize(s.get(), a + 2, 0).at(0).func == "gt_fix_outer");
+      CHECK(Symbolize(s.get(), b, 0).at(0).func == "gt_fix_inner_b");
+      CHECK(Symbolize(s.get(), b + 2, 0).at(0).func == "gt_fix_outer");
+      CHECK(Symbolize(s.get(), b + 3, 0).at(0).func == "gt_fix_outer");
     }
   }
 }
