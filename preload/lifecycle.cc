@@ -91,7 +91,38 @@ constexpr int kMaxSignal = 65;
 GT_LARGE_BSS char g_gotrace_bin[1100];  // the gotrace command, for crash-time encodes
 bool g_gotrace_searched = false;  // looked for when first needed (a crash)
 void FindGotraceBinary();
-GT_LARGE_BSS struct sigaction g_app_action[kMaxSignal];  // what the program asked for our signals
+// What the program asked for our signals, as the kernel keeps an action:
+// the handler, the flags and the kernel's 64 signals of the mask (24
+// bytes, not a struct sigaction's 152), on g's first page (GT_FORK_HOT).
+// Problem (issue 18): a traced shell writes an entry around each fork
+// (SIGINT in the shell, SIGQUIT and the others its child resets), and the
+// table's own page was one more copy-on-write fault on each side of every
+// fork, which the parent's process stream and the child's state already
+// pay for on g's first page.
+struct KeptAction {
+  uintptr_t handler;  // sa_sigaction's (or sa_handler's: SIG_DFL, SIG_IGN) value
+  uint64_t mask;
+  int flags;
+};
+GT_FORK_HOT KeptAction g_app_action[kMaxSignal];
+// The kept action as a struct sigaction (a mask of the kernel's signals).
+// (Inline: the fork path's code window, preload/fork_path.ld.)
+GT_ALWAYS_INLINE struct sigaction AppAction(int sig) {
+  struct sigaction a {};
+  a.sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(g_app_action[sig].handler);
+  a.sa_flags = g_app_action[sig].flags;
+  std::memcpy(&a.sa_mask, &g_app_action[sig].mask, sizeof(uint64_t));
+  return a;
+}
+GT_ALWAYS_INLINE void SetAppAction(int sig, const struct sigaction& a) {
+  KeptAction& k = g_app_action[sig];
+  k.handler = reinterpret_cast<uintptr_t>(a.sa_sigaction);
+  k.flags = a.sa_flags;
+  std::memcpy(&k.mask, &a.sa_mask, sizeof(uint64_t));
+}
+GT_ALWAYS_INLINE void SetAppHandlerDefault(int sig) {
+  g_app_action[sig].handler = reinterpret_cast<uintptr_t>(SIG_DFL);
+}
 bool g_crash_handlers = false;
 // When each of them last reached the program other than from the launcher
 // (TermRelay), in MonotonicNs; 0: not since the launcher's last copy.
@@ -1898,7 +1929,7 @@ void CrashFlush(int sig, bool in_handler) {
 void InstallCrashHandler(int sig, const struct sigaction& app);
 
 void CrashHandler(int sig, siginfo_t* info, void* uc) {
-  struct sigaction app = g_app_action[sig];
+  struct sigaction app = AppAction(sig);
   // Sent (kill, raise, sigqueue) to a program that ignores it: nothing
   // happens untraced, so nothing here either. (A real fault with the signal
   // ignored ends the process: the kernel forces the default action.)
@@ -1921,7 +1952,7 @@ void CrashHandler(int sig, siginfo_t* info, void* uc) {
                         std::memory_order_seq_cst);
     g_fault_sig.store(sig, std::memory_order_seq_cst);
   }
-  if (app.sa_flags & SA_RESETHAND) g_app_action[sig].sa_handler = SIG_DFL;
+  if (app.sa_flags & SA_RESETHAND) SetAppHandlerDefault(sig);
   if (!program_handles) {
     // As untraced: the kernel's action. A fault re-executes the instruction
     // and meets the restored action; a sent signal is sent again.
@@ -2050,7 +2081,7 @@ bool LauncherCopy(int sig, const siginfo_t* info) {
 
 void TermRelay(int sig, siginfo_t* info, void* uc) {
   if (LauncherCopy(sig, info)) return;
-  const struct sigaction app = g_app_action[sig];
+  const struct sigaction app = AppAction(sig);
   if (app.sa_handler == SIG_DFL || app.sa_handler == SIG_IGN) return;  // changed meanwhile
   if (app.sa_flags & SA_RESETHAND) {
     // One-shot, as the kernel makes it: the handler SIG_DFL (ours in its
@@ -2058,7 +2089,7 @@ void TermRelay(int sig, siginfo_t* info, void* uc) {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     const int saved_errno = errno;
-    g_app_action[sig].sa_handler = SIG_DFL;
+    SetAppHandlerDefault(sig);
     (void)InstallTermAction(sig, dfl);
     errno = saved_errno;
   }
@@ -2117,7 +2148,7 @@ void InstallCrashHandlers() {
     ours.sa_sigaction = CrashHandler;
     ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
     if (GT_REAL(sigaction)(sig, &ours, &old) != 0) continue;
-    g_app_action[sig] = old;
+    SetAppAction(sig, old);
     if (!PristineDefault(old)) InstallCrashHandler(sig, old);
   }
   for (int sig : kTermSignals) {
@@ -2125,7 +2156,7 @@ void InstallCrashHandlers() {
     ours.sa_sigaction = TermHandler;
     ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     if (GT_REAL(sigaction)(sig, &ours, &old) != 0) continue;
-    g_app_action[sig] = old;
+    SetAppAction(sig, old);
     if (!PristineDefault(old)) InstallTermAction(sig, old);
   }
   if (known) (void)SigMask(SIG_SETMASK, &saved, nullptr);
@@ -2786,17 +2817,17 @@ namespace {
 // child resets its signals before each exec, mostly to what they were:
 // each store was a copy-on-write fault of this table's page (issue 18).
 void Keep(int sig, const struct sigaction& act) {
-  struct sigaction& kept = g_app_action[sig];
-  uint64_t mask, kept_mask;
+  KeptAction& kept = g_app_action[sig];
+  uint64_t mask;
   static_assert(sizeof act.sa_mask >= sizeof mask);
   std::memcpy(&mask, &act.sa_mask, sizeof mask);
   mask &= ~((uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1)));
-  std::memcpy(&kept_mask, &kept.sa_mask, sizeof kept_mask);
   const int flags = (act.sa_flags & kKernelSaFlags) | kSaRestorer;
-  if (kept.sa_sigaction == act.sa_sigaction && kept.sa_flags == flags && kept_mask == mask) return;
-  kept.sa_sigaction = act.sa_sigaction;
-  kept.sa_flags = flags;
-  std::memcpy(&kept.sa_mask, &mask, sizeof mask);
+  const uintptr_t handler = reinterpret_cast<uintptr_t>(act.sa_sigaction);
+  if (kept.handler == handler && kept.flags == flags && kept.mask == mask) return;
+  kept.handler = handler;
+  kept.flags = flags;
+  kept.mask = mask;
 }
 
 // *old as glibc reports an action untraced: the program's handler and
@@ -2820,7 +2851,7 @@ void Report(struct sigaction* old, const struct sigaction& kept, const struct si
 // no frame of ours below the shell's, each stack page deeper is a fault
 // after every fork too).
 GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct sigaction* old) {
-  const struct sigaction before = g_app_action[sig];
+  const struct sigaction before = AppAction(sig);
   struct sigaction kernel {};
   // The kernel checks the new action (and says EINVAL, EFAULT) itself.
   if (act != nullptr ? InstallTermAction(sig, *act, &kernel) != 0
@@ -2840,7 +2871,7 @@ GT_NOINLINE int TermSigactionSlow(int sig, const struct sigaction* act, struct s
 
 // A crash signal's action: ours in the kernel, the program's in the table.
 GT_NOINLINE int CrashSignalSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  const struct sigaction before = g_app_action[sig];
+  const struct sigaction before = AppAction(sig);
   if (act != nullptr) {
     InstallCrashHandler(sig, *act);
     Keep(sig, *act);

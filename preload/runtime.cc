@@ -58,8 +58,11 @@ unwind::StackDepot g_depot;
 pthread_key_t g_key;
 // The process stream (modules, clock, end: "The process stream" below) and
 // the kernel's (its writer is kernel_sched.cc). Their windows are in the
-// region, like the threads'.
-SlotStream g_proc;
+// region, like the threads'. The process stream's writer and its lock on
+// g's first page (GT_FORK_HOT): a traced shell reaps each child into it
+// (RecordNestedChildExit), and each other page written there was one more
+// copy-on-write fault per fork (issue 18).
+GT_FORK_HOT SlotStream g_proc;
 SlotStream g_kern;
 
 // --- Memory: the stream windows and the pool of thread records --------------
@@ -778,7 +781,7 @@ const char* ExePath() {
 // --- The process stream: modules, clock, end ------------------------------
 // Rare writers (init, dlopen/dlclose, exit) serialise on a spinlock; its
 // slot window is the first of the region.
-std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
+GT_FORK_HOT std::atomic_flag g_proc_lock = ATOMIC_FLAG_INIT;
 
 SlotStream* KernelStream() { return &g_kern; }
 

@@ -395,6 +395,15 @@ TEST_CASE("windows: root reaches the channel of a service run as another user", 
                "--regid=65534", "--clear-groups", prog},
               {"LD_PRELOAD=" + lib, "GOTRACE_START=paused", "GOTRACE_OUT=" + out + "/n.trace"},
               dir.path());
+  // env and setpriv, started paused too, answer on the same pid until the
+  // server's image replaces them: wait for that image's channel (a start
+  // sent to setpriv's, as it exec'd, failed once under load).
+  for (int i = 0; i < 200; ++i) {
+    char exe[PATH_MAX] = {0};
+    const std::string link = "/proc/" + std::to_string(srv.pid()) + "/exe";
+    if (readlink(link.c_str(), exe, sizeof exe - 1) > 0 && std::string(exe) == prog) break;
+    std::this_thread::sleep_for(20ms);
+  }
   AwaitChannel(srv.pid(), env);
   ProcResult r = Ctl(srv.pid(), "start", env);
   INFO(r.Describe());
