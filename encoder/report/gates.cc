@@ -164,7 +164,8 @@ bool GateHolds(const Gate& g, const std::vector<Report>& reports, std::string* a
     switch (what) {
       case Metric::kTop:
         for (const BlockSite& b : r.sites)
-          if (kind.empty() || KindMatches(kind, b.kind)) v = std::max(v, static_cast<double>(b.total_ns));
+          if (!b.idle && (kind.empty() || KindMatches(kind, b.kind)))
+            v = std::max(v, static_cast<double>(b.total_ns));
         break;
       case Metric::kHeapPeak: v = std::max(v, static_cast<double>(r.heap_peak)); break;
       case Metric::kHeapFinal: v += static_cast<double>(r.heap_final); break;

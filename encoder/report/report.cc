@@ -139,6 +139,13 @@ const ThreadReport* Report::Thread(uint64_t goid) const {
   return nullptr;
 }
 
+bool IdleThread(const Report& r, const ThreadReport& t) {
+  for (const ProcessInfo& p : r.processes)
+    if (ToU64(p.pid) == t.goid) return false;
+  const int64_t life = t.life();
+  return life > 0 && t.running.ns * 20 <= life && t.blocked_ns() * 10 >= life * 9;
+}
+
 Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals) {
   Report r;
   r.file = file;
@@ -217,6 +224,10 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
           r.sites.push_back(b);
         }
         BlockSite& b = r.sites[it->second];
+        auto w = std::find_if(b.waiters.begin(), b.waiters.end(),
+                              [&](const std::pair<uint64_t, int64_t>& x) { return x.first == t.goid; });
+        if (w == b.waiters.end()) w = b.waiters.insert(w, {t.goid, 0});
+        w->second += d;
         b.total_ns += d;
         b.max_ns = std::max(b.max_ns, d);
         ++b.count;
@@ -317,8 +328,27 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
   }
   for (BlockSite& b : r.sites)
     if (auto it = trace.stacks.find(b.stk); it != trace.stacks.end()) b.frames = it->second;
-  std::stable_sort(r.sites.begin(), r.sites.end(),
-                   [](const BlockSite& a, const BlockSite& b) { return a.total_ns > b.total_ns; });
+  // Problem: node's thread pool and platform workers wait on a condition
+  // variable for the whole run, its I/O threads in epoll: their waits were
+  // the top sites of every node trace, above the main thread's, which are
+  // the ones that hold the program up. A site only idle threads waited at
+  // is listed apart, after the others, if it is also where they spent most
+  // of their waiting (a pool thread's wait for a GC safepoint is work).
+  // Lock waits are contention, never idle; nor is time off the CPU that no
+  // wait explains.
+  std::unordered_map<uint64_t, int64_t> idle_blocked;  // idle threads' blocked time
+  for (const ThreadReport& t : r.threads)
+    if (IdleThread(r, t)) idle_blocked[t.goid] = t.blocked_ns();
+  for (BlockSite& b : r.sites) {
+    if (b.kind == "mutex" || b.kind == "rwlock" || b.kind == "offcpu" || b.waiters.empty()) continue;
+    b.idle = std::all_of(b.waiters.begin(), b.waiters.end(), [&](const std::pair<uint64_t, int64_t>& w) {
+      const auto it = idle_blocked.find(w.first);
+      return it != idle_blocked.end() && w.second * 2 >= it->second;
+    });
+  }
+  std::stable_sort(r.sites.begin(), r.sites.end(), [](const BlockSite& a, const BlockSite& b) {
+    return a.idle != b.idle ? !a.idle : a.total_ns > b.total_ns;
+  });
   std::stable_sort(r.wakers.begin(), r.wakers.end(),
                    [](const WakePair& a, const WakePair& b) { return a.count > b.count; });
   return r;
@@ -450,6 +480,13 @@ void Wrap(std::string* out, const std::string& indent, const std::vector<std::st
 
 }  // namespace
 
+// How many of r.sites come before the idle ones.
+size_t BusySites(const Report& r) {
+  size_t n = 0;
+  while (n < r.sites.size() && !r.sites[n].idle) ++n;
+  return n;
+}
+
 std::string FormatText(const std::vector<Report>& reports, size_t top) {
   std::string o;
   for (const Report& r : reports) {
@@ -471,17 +508,22 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
       thread_block(t, Cut(t.name, 40) + " (tid " + std::to_string(t.goid) + ")");
     if (r.threads.size() > 1) thread_block(Totals(r), "all threads");
 
-    o += "\nTop blocking sites by total time\n";
-    if (r.sites.empty()) o += "  (none)\n";
-    for (size_t i = 0; i < r.sites.size() && i < top; ++i) {
-      const BlockSite& b = r.sites[i];
-      o += Fmt("%3zu. %-8s %10s  %6" PRIu64 " %s  max %s\n", i + 1, b.kind.c_str(),
+    const size_t busy = BusySites(r);
+    auto site = [&](size_t n, const BlockSite& b) {
+      o += Fmt("%3zu. %-8s %10s  %6" PRIu64 " %s  max %s\n", n, b.kind.c_str(),
                HumanDuration(b.total_ns).c_str(), b.count, b.count == 1 ? "wait " : "waits",
                HumanDuration(b.max_ns).c_str());
       if (b.frames.empty()) o += "       (no stack)\n";
       for (size_t f = 0; f < b.frames.size() && f < 6; ++f)
         o += Cut("       " + FrameText(b.frames[f]), 80) + "\n";
       if (b.frames.size() > 6) o += Fmt("       ... %zu more frames\n", b.frames.size() - 6);
+    };
+    o += "\nTop blocking sites by total time\n";
+    if (busy == 0) o += "  (none)\n";
+    for (size_t i = 0; i < busy && i < top; ++i) site(i + 1, r.sites[i]);
+    if (busy < r.sites.size()) {
+      o += "\nIdle waits (threads that spent their lives waiting: pools, event loops)\n";
+      for (size_t i = busy; i < r.sites.size() && i - busy < top; ++i) site(i - busy + 1, r.sites[i]);
     }
     o += "\nTop wakers (waker -> wakee: wakeups, wait ended)\n";
     if (r.wakers.empty()) o += "  (none)\n";
@@ -535,17 +577,24 @@ std::string FormatMarkdown(const std::vector<Report>& reports, size_t top) {
     };
     for (const auto& t : r.threads) row(t, MdEscape(t.name), std::to_string(t.goid));
     if (r.threads.size() > 1) row(Totals(r), "**all threads**", "");
-    o += "\n**Top blocking sites**\n\n| # | kind | total | waits | max | stack |\n"
-         "|---:|---|---:|---:|---:|---|\n";
-    for (size_t i = 0; i < r.sites.size() && i < top; ++i) {
-      const BlockSite& b = r.sites[i];
-      std::string stack;
-      for (size_t f = 0; f < b.frames.size() && f < 4; ++f)
-        stack += (f ? "<br>" : "") + MdEscape(FrameText(b.frames[f]));
-      o += Fmt("| %zu | %s | %s | %" PRIu64 " | %s | ", i + 1, b.kind.c_str(),
-               HumanDuration(b.total_ns).c_str(), b.count, HumanDuration(b.max_ns).c_str()) +
-           (stack.empty() ? "-" : stack) + " |\n";
-    }
+    const size_t busy = BusySites(r);
+    auto sites = [&](const char* title, size_t from, size_t to) {
+      o += std::string("\n**") + title + "**\n\n| # | kind | total | waits | max | stack |\n" +
+           "|---:|---|---:|---:|---:|---|\n";
+      for (size_t i = from; i < to && i - from < top; ++i) {
+        const BlockSite& b = r.sites[i];
+        std::string stack;
+        for (size_t f = 0; f < b.frames.size() && f < 4; ++f)
+          stack += (f ? "<br>" : "") + MdEscape(FrameText(b.frames[f]));
+        o += Fmt("| %zu | %s | %s | %" PRIu64 " | %s | ", i - from + 1, b.kind.c_str(),
+                 HumanDuration(b.total_ns).c_str(), b.count, HumanDuration(b.max_ns).c_str()) +
+             (stack.empty() ? "-" : stack) + " |\n";
+      }
+    };
+    sites("Top blocking sites", 0, busy);
+    if (busy < r.sites.size())
+      sites("Idle waits (threads that spent their lives waiting: pools, event loops)", busy,
+            r.sites.size());
     o += "\n**Top wakers**\n\n| waker | wakee | wakeups | wait ended |\n|---|---|---:|---:|\n";
     for (size_t i = 0; i < r.wakers.size() && i < top; ++i) {
       const WakePair& w = r.wakers[i];
@@ -613,8 +662,8 @@ std::string FormatJson(const std::vector<Report>& reports, size_t top) {
       const BlockSite& b = r.sites[i];
       o += (i ? "," : "") + std::string("{\"kind\":") + JsonString(b.kind) +
            Fmt(",\"stack_id\":%" PRIu64 ",\"total_ns\":%" PRId64 ",\"count\":%" PRIu64
-               ",\"max_ns\":%" PRId64 ",\"frames\":[",
-               b.stk, b.total_ns, b.count, b.max_ns);
+               ",\"max_ns\":%" PRId64 ",\"idle\":%s,\"frames\":[",
+               b.stk, b.total_ns, b.count, b.max_ns, b.idle ? "true" : "false");
       for (size_t f = 0; f < b.frames.size(); ++f)
         o += (f ? "," : "") + std::string("{\"func\":") + JsonString(b.frames[f].func) +
              ",\"file\":" + JsonString(b.frames[f].file) +

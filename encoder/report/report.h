@@ -50,6 +50,12 @@ struct BlockSite {
   int64_t total_ns = 0, max_ns = 0;
   uint64_t count = 0;
   std::vector<Frame> frames;
+  // The threads that waited here (goid) and how long each did.
+  std::vector<std::pair<uint64_t, int64_t>> waiters;
+  // Every thread that waited here spent its life waiting, not working (a
+  // pool or an event loop waiting for work: IdleThread), most of it here.
+  // Listed after the others, apart; not a `top` gate's site.
+  bool idle = false;
 };
 
 struct WakePair {
@@ -75,12 +81,16 @@ struct Report {
   uint64_t heap_peak = 0, heap_final = 0;
   std::vector<std::pair<int64_t, uint64_t>> heap;  // (ts, bytes) at every HeapAlloc
   std::vector<ThreadReport> threads;               // in order of creation
-  std::vector<BlockSite> sites;                    // by total_ns, largest first
+  std::vector<BlockSite> sites;                    // not idle, then idle; each by total_ns, largest first
   std::vector<WakePair> wakers;                    // by count, largest first
   const ThreadReport* Thread(uint64_t goid) const;
 };
 
 Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals = false);
+
+// A thread that spent its life waiting: at least 90% of it blocked and at
+// most 5% running, and not a process's main thread (its tid is the pid).
+bool IdleThread(const Report& r, const ThreadReport& t);
 
 // Kinds in display order; "sync" is also the group of all lock-like kinds
 // (mutex rwlock cond sem futex barrier sync), as Go's sync profile counts.

@@ -176,6 +176,75 @@ TEST_CASE("text report: long thread names keep their tids and the counts in wake
   CHECK(line.find("python3 [python3.11") != std::string::npos);
 }
 
+// Process 42: its main thread runs and waits once for a lock (100 ns); two
+// pool threads run for 10 ns and wait on their condition variable for the
+// rest of the trace (1.1 us in all), the first after a short wait at
+// another site (a GC safepoint's, 10 ns: work, not idleness).
+std::vector<uint8_t> PoolTrace() {
+  MemorySink sink;
+  GoTraceWriter w(&sink, 2, 1000000000);
+  auto frame = [&](uint64_t pc, const char* fn) { return GoFrame{pc, w.String(fn), w.String("/src/p.c"), 1}; };
+  w.Stack(1, std::vector<GoFrame>{frame(0x1000, "main")});
+  w.Stack(2, std::vector<GoFrame>{frame(0x2000, "pool_main")});
+  w.Stack(3, std::vector<GoFrame>{frame(0x3000, "take_lock")});
+  w.Stack(7, std::vector<GoFrame>{frame(0x7000, "pool_wait")});
+  w.Stack(8, std::vector<GoFrame>{frame(0x8000, "safepoint_wait")});
+  w.String("gotrace-meta:v1 pid=42 sched=kernel cpu_hz=0 lost=0 dropped=0 cmd=./pool");
+  w.String("gotrace-kinds:v1 3=mutex 7=cond 8=cond");
+  w.Event(0, go::kEvGoCreate, 0, {42, 1, 0});
+  w.Event(0, go::kEvGoCreate, 0, {43, 2, 0});
+  w.Event(0, go::kEvGoCreate, 0, {44, 2, 0});
+  w.Event(0, go::kEvGoStart, 1, {42, 1});
+  w.Event(1, go::kEvGoStart, 10, {43, 1});
+  w.Event(1, go::kEvGoBlockCond, 20, {8});
+  w.Event(0, go::kEvGoUnblock, 30, {43, 2, 0});
+  w.Event(1, go::kEvGoStart, 31, {43, 3});
+  w.Event(1, go::kEvGoBlockCond, 40, {7});
+  w.Event(1, go::kEvGoStart, 41, {44, 1});
+  w.Event(1, go::kEvGoBlockCond, 50, {7});
+  w.Event(0, go::kEvGoBlockSync, 500, {3});
+  w.Event(1, go::kEvGoUnblock, 600, {42, 2, 0});
+  w.Event(0, go::kEvGoStart, 601, {42, 3});
+  REQUIRE(w.Finish(1000).ok());
+  return sink.bytes;
+}
+
+TEST_CASE("the waits of threads that spent their lives waiting come after the others, apart",
+          "[report]") {
+  const std::vector<uint8_t> bytes = PoolTrace();
+  const Report r = Analyzed(bytes);
+  REQUIRE(r.threads.size() == 3);
+  CHECK_FALSE(report::IdleThread(r, *r.Thread(42)));  // the process's main thread never is
+  CHECK(report::IdleThread(r, *r.Thread(43)));
+  CHECK(report::IdleThread(r, *r.Thread(44)));
+  REQUIRE(r.sites.size() == 3);
+  CHECK(r.sites[0].frames.at(0).func == "take_lock");  // 100 ns, first
+  CHECK_FALSE(r.sites[0].idle);
+  CHECK(r.sites[1].frames.at(0).func == "safepoint_wait");  // idle threads, but not where they idle
+  CHECK_FALSE(r.sites[1].idle);
+  CHECK(r.sites[2].frames.at(0).func == "pool_wait");  // 1.1 us of two idle threads
+  CHECK(r.sites[2].idle);
+  CHECK(r.sites[2].total_ns == 1112);
+
+  const std::string text = report::FormatText({r}, 10);
+  const size_t top = text.find("Top blocking sites"), idle = text.find("Idle waits");
+  REQUIRE(top != std::string::npos);
+  REQUIRE(idle != std::string::npos);
+  CHECK(text.find("take_lock") > top);
+  CHECK(text.find("take_lock") < idle);
+  CHECK(text.find("pool_wait") > idle);
+  CHECK_THAT(report::FormatMarkdown({r}, 10), Catch::Contains("**Idle waits"));
+  CHECK_THAT(report::FormatJson({r}, 10),
+             Catch::Contains("\"total_ns\":1112,\"count\":2,\"max_ns\":561,\"idle\":true"));
+  // A gate on the top site is about waits that hold work up.
+  report::Gate g;
+  REQUIRE(report::ParseGate("cond.top.total > 100ns", &g).ok());
+  std::string actual;
+  CHECK_FALSE(report::GateHolds(g, {r}, &actual));
+  REQUIRE(report::ParseGate("top.total == 100ns", &g).ok());
+  CHECK(report::GateHolds(g, {r}, &actual));
+}
+
 TEST_CASE("without gotrace strings the kinds come from the event types", "[report]") {
   const Report r = Analyzed(SmallTrace(false));
   CHECK(r.processes.empty());
