@@ -106,6 +106,32 @@ inline std::string CommandLine(const std::vector<std::string>& argv) {
   return s;
 }
 
+// A command line in at most `width` characters (the launcher's table):
+// as CommandLine when it fits; else the program by its base name and each
+// argument that is a path of more than 16 characters by `.../` and its
+// last component, then cut with "...". Problem: the table cut a CI job's
+// `node /work/proj/node_modules/.bin/jest --ci` and a build's
+// `/usr/lib/gcc/x86_64-linux-gnu/12/cc1 -quiet ...` before the name that
+// tells them apart.
+inline std::string CompactCommandLine(const std::vector<std::string>& argv, size_t width) {
+  std::string s = CommandLine(argv);
+  if (s.size() <= width) return s;
+  std::vector<std::string> words;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const size_t slash = a.find_last_of('/');
+    if (slash == std::string::npos || slash + 1 == a.size() || (i > 0 && a.size() <= 16) ||
+        a.find_first_of(" \t=") != std::string::npos) {
+      words.push_back(a);
+    } else {
+      words.push_back((i == 0 ? "" : ".../") + a.substr(slash + 1));
+    }
+  }
+  s = CommandLine(words);
+  if (s.size() > width) s = s.substr(0, width >= 3 ? width - 3 : 0) + "...";
+  return s;
+}
+
 // The length of the valid UTF-8 sequence that starts at s[i] (2 to 4: the
 // shortest form of a code point up to U+10FFFF that is not a surrogate), or
 // 0. (ASCII is the caller's.)

@@ -1050,7 +1050,7 @@ int FinishRun(const GotraceFinishRequest& req) {
                      "events", "command");
       for (size_t i = 0; i < rows; ++i) {
         const Item& it = *shown_procs[i];
-        std::string cmd = Printable(CommandLine(it.sum.argv));
+        std::string cmd = Printable(CompactCommandLine(it.sum.argv, 40));
         if (cmd.empty()) cmd = Printable(Base(it.sum.exe));
         if (cmd.size() > 40) cmd = cmd.substr(0, 37) + "...";
         // (A short process's time is "400.0 us", not "0.000s".)
