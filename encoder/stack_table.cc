@@ -119,18 +119,21 @@ const StackTable::Expanded* StackTable::Routine(GoTraceWriter* w,
                                                 StackStats* stats) {
   if (u.start_pc == 0) return nullptr;
   Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
-  const auto& defs = files_[u.file].defs;
-  // Dated by the stack of its creation; else (a thread there at the log's
-  // start: the main thread, a fork child's) the log's first module map. A
-  // fork child's log numbers its modules from its parent's epoch (Apache
-  // unloads and reloads its modules before it forks its workers): looked up
-  // at epoch 0, where that log had no module, an event worker's main thread
-  // was named by its raw start address.
-  uint32_t epoch = files_[u.file].first_epoch != ~uint32_t{0} ? files_[u.file].first_epoch : 0;
-  if (auto d = defs.find(u.log_id); d != defs.end()) epoch = d->second.epoch;
   // The runtime's convention: a start stack's PC is entry + 1, so that the
   // pc - 1 lookup every frame gets lands on the entry.
-  return &Expand(w, sym, u.file, epoch, u.start_pc + 1, true, true, stats);
+  return &Expand(w, sym, u.file, RoutineEpoch(u), u.start_pc + 1, true, true, stats);
+}
+
+// A start routine is dated by the stack of its creation; else (a thread
+// there at the log's start: the main thread, a fork child's) by the log's
+// first module map. A fork child's log numbers its modules from its
+// parent's epoch (Apache unloads and reloads its modules before it forks
+// its workers): looked up at epoch 0, where that log had no module, an
+// event worker's main thread was named by its raw start address.
+uint32_t StackTable::RoutineEpoch(const Used& u) const {
+  const FileStacks& f = files_[u.file];
+  if (auto d = f.defs.find(u.log_id); d != f.defs.end()) return d->second.epoch;
+  return f.first_epoch != ~uint32_t{0} ? f.first_epoch : 0;
 }
 
 // Problem: a start routine is a thread's role in most programs (one group in
@@ -211,13 +214,9 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
   for (const Used& u : used_) {
     Symbolizer* sym = u.file < syms.size() ? syms[u.file] : nullptr;
     if (sym == nullptr) continue;
-    const auto& defs = files_[u.file].defs;
-    auto d = defs.find(u.log_id);
     if (u.start) {
-      if (u.start_pc == 0) continue;
-      const uint32_t first = files_[u.file].first_epoch;
-      sym->Expect(u.start_pc, d != defs.end() ? d->second.epoch : first != ~uint32_t{0} ? first : 0);
-    } else if (d != defs.end()) {
+      if (u.start_pc != 0) sym->Expect(u.start_pc, RoutineEpoch(u));
+    } else if (auto d = files_[u.file].defs.find(u.log_id); d != files_[u.file].defs.end()) {
       for (uint64_t pc : d->second.pcs)
         if (pc > 0) sym->Expect(pc - 1, d->second.epoch);
     }

@@ -139,6 +139,8 @@ class StackTable {
   // A start stack's routine (nullptr: unknown), symbolized.
   const Expanded* Routine(GoTraceWriter* w, const std::vector<Symbolizer*>& syms, const Used& u,
                           StackStats* stats);
+  // The module map a start stack's routine is looked up in.
+  uint32_t RoutineEpoch(const Used& u) const;
   // The routines that start threads of several names (trampolines).
   std::unordered_set<const Expanded*> Trampolines(GoTraceWriter* w,
                                                   const std::vector<Symbolizer*>& syms,

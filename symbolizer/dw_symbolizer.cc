@@ -1163,25 +1163,11 @@ class DwSymbolizer final : public Symbolizer {
   }
 
   void Expect(uint64_t addr, uint32_t epoch) override {
-    const Mapping* m = Find(addr, epoch);
-    if (m == nullptr) return;
-    if (pool_) {
-      std::lock_guard<std::mutex> lock(pool_->mu());
-      m->module->Expect(addr - m->rebase);
-    } else {
-      m->module->Expect(addr);
-    }
+    OnModule(addr, epoch, [](Module* m, uint64_t a) { m->Expect(a); });
   }
 
   void Symbolize(uint64_t addr, uint32_t epoch, std::vector<SymFrame>* out) override {
-    const Mapping* m = Find(addr, epoch);
-    if (m == nullptr) return;
-    if (pool_) {
-      std::lock_guard<std::mutex> lock(pool_->mu());
-      m->module->Symbolize(addr - m->rebase, out);
-    } else {
-      m->module->Symbolize(addr, out);
-    }
+    OnModule(addr, epoch, [out](Module* m, uint64_t a) { m->Symbolize(a, out); });
   }
 
  private:
@@ -1192,6 +1178,20 @@ class DwSymbolizer final : public Symbolizer {
     Module* module;
     uint64_t rebase;  // subtracted from an address before the module sees it
   };
+
+  // f(module, the address as the module knows it) for the module mapped at
+  // addr in `epoch`, under the pool's lock if the modules are shared.
+  template <typename F>
+  void OnModule(uint64_t addr, uint32_t epoch, F f) {
+    const Mapping* m = Find(addr, epoch);
+    if (m == nullptr) return;
+    if (pool_) {
+      std::lock_guard<std::mutex> lock(pool_->mu());
+      f(m->module, addr - m->rebase);
+    } else {
+      f(m->module, addr);
+    }
+  }
 
   // The mapping at addr in `epoch`; of several, the latest load (by epoch,
   // then by log order).

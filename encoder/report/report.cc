@@ -182,6 +182,8 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
   std::unordered_map<uint64_t, GState> gs;
   std::map<std::pair<uint64_t, std::string>, size_t> site_of;
   std::map<std::pair<uint64_t, uint64_t>, size_t> pair_of;
+  // Each site's waiting by thread: (site index << 32 | thread index) -> ns.
+  std::unordered_map<uint64_t, int64_t> site_thread_ns;
 
   auto thread = [&](uint64_t g, int64_t ts) -> GState& {
     auto [it, fresh] = gs.try_emplace(g);
@@ -224,10 +226,7 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
           r.sites.push_back(b);
         }
         BlockSite& b = r.sites[it->second];
-        auto w = std::find_if(b.waiters.begin(), b.waiters.end(),
-                              [&](const std::pair<uint64_t, int64_t>& x) { return x.first == t.goid; });
-        if (w == b.waiters.end()) w = b.waiters.insert(w, {t.goid, 0});
-        w->second += d;
+        site_thread_ns[static_cast<uint64_t>(it->second) << 32 | s.index] += d;
         b.total_ns += d;
         b.max_ns = std::max(b.max_ns, d);
         ++b.count;
@@ -328,6 +327,9 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
   }
   for (BlockSite& b : r.sites)
     if (auto it = trace.stacks.find(b.stk); it != trace.stacks.end()) b.frames = it->second;
+  for (const auto& [key, ns] : site_thread_ns)
+    r.sites[key >> 32].waiters.emplace_back(r.threads[key & 0xffffffffu].goid, ns);
+  for (BlockSite& b : r.sites) std::sort(b.waiters.begin(), b.waiters.end());
   // Problem: node's thread pool and platform workers wait on a condition
   // variable for the whole run, its I/O threads in epoll: their waits were
   // the top sites of every node trace, above the main thread's, which are
