@@ -991,8 +991,8 @@ bool ControlPossible() {
     return v != nullptr && v[0] != '\0' && (no == nullptr || std::strcmp(v, no) != 0);
   };
   const char* mode = getenv("GOTRACE_MODE");
-  return set("GOTRACE_START", "running") || set("GOTRACE_CTL", "0") || set("GOTRACE_FLIGHT", nullptr) ||
-         (mode != nullptr && std::strcmp(mode, "flight") == 0);
+  return set("GOTRACE_START", "running") || set("GOTRACE_CTL", "0") ||
+         set("GOTRACE_FLIGHT", nullptr) || (mode != nullptr && std::strcmp(mode, "flight") == 0);
 }
 
 }  // namespace

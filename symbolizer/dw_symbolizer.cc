@@ -24,18 +24,17 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
-#include <libelf.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cstring>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -764,7 +763,8 @@ class SymbolIndex {
   SymbolIndex(Dwfl_Module* mod, const RawSymtab* raw) : raw_(raw) {
     // (node's .symtab: 109,000 symbols; growing the vector was a tenth of
     // the index's cost.)
-    syms_.reserve(raw != nullptr ? raw->count : static_cast<size_t>(std::max(0, dwfl_module_getsymtab(mod))));
+    syms_.reserve(raw != nullptr ? raw->count
+                                 : static_cast<size_t>(std::max(0, dwfl_module_getsymtab(mod))));
     if (raw != nullptr) {
       raw->ForEachCode([&](const GElf_Sym& sym, GElf_Addr lo, uint32_t name_off) {
         Add(sym, lo, nullptr, name_off);
@@ -922,7 +922,8 @@ class Module {
   // Symbolizer::Expect: only whether more distinct addresses than the
   // linear lookups will be asked is kept.
   void Expect(uint64_t addr) {
-    if (expected_.size() <= static_cast<size_t>(options_.linear_symbol_lookups)) expected_.insert(addr);
+    if (expected_.size() <= static_cast<size_t>(options_.linear_symbol_lookups))
+      expected_.insert(addr);
   }
 
   void Symbolize(uint64_t addr, std::vector<SymFrame>* out) {

@@ -342,11 +342,13 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
   for (const ThreadReport& t : r.threads)
     if (IdleThread(r, t)) idle_blocked[t.goid] = t.blocked_ns();
   for (BlockSite& b : r.sites) {
-    if (b.kind == "mutex" || b.kind == "rwlock" || b.kind == "offcpu" || b.waiters.empty()) continue;
-    b.idle = std::all_of(b.waiters.begin(), b.waiters.end(), [&](const std::pair<uint64_t, int64_t>& w) {
-      const auto it = idle_blocked.find(w.first);
-      return it != idle_blocked.end() && w.second * 2 >= it->second;
-    });
+    if (b.kind == "mutex" || b.kind == "rwlock" || b.kind == "offcpu" || b.waiters.empty())
+      continue;
+    b.idle =
+        std::all_of(b.waiters.begin(), b.waiters.end(), [&](const std::pair<uint64_t, int64_t>& w) {
+          const auto it = idle_blocked.find(w.first);
+          return it != idle_blocked.end() && w.second * 2 >= it->second;
+        });
   }
   std::stable_sort(r.sites.begin(), r.sites.end(), [](const BlockSite& a, const BlockSite& b) {
     return a.idle != b.idle ? !a.idle : a.total_ns > b.total_ns;
@@ -525,7 +527,8 @@ std::string FormatText(const std::vector<Report>& reports, size_t top) {
     for (size_t i = 0; i < busy && i < top; ++i) site(i + 1, r.sites[i]);
     if (busy < r.sites.size()) {
       o += "\nIdle waits (threads that spent their lives waiting: pools, event loops)\n";
-      for (size_t i = busy; i < r.sites.size() && i - busy < top; ++i) site(i - busy + 1, r.sites[i]);
+      for (size_t i = busy; i < r.sites.size() && i - busy < top; ++i)
+        site(i - busy + 1, r.sites[i]);
     }
     o += "\nTop wakers (waker -> wakee: wakeups, wait ended)\n";
     if (r.wakers.empty()) o += "  (none)\n";

@@ -81,7 +81,7 @@ struct Report {
   uint64_t heap_peak = 0, heap_final = 0;
   std::vector<std::pair<int64_t, uint64_t>> heap;  // (ts, bytes) at every HeapAlloc
   std::vector<ThreadReport> threads;               // in order of creation
-  std::vector<BlockSite> sites;                    // not idle, then idle; each by total_ns, largest first
+  std::vector<BlockSite> sites;  // not idle, then idle; each by total_ns, largest first
   std::vector<WakePair> wakers;                    // by count, largest first
   const ThreadReport* Thread(uint64_t goid) const;
 };

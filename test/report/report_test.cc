@@ -183,7 +183,9 @@ TEST_CASE("text report: long thread names keep their tids and the counts in wake
 std::vector<uint8_t> PoolTrace() {
   MemorySink sink;
   GoTraceWriter w(&sink, 2, 1000000000);
-  auto frame = [&](uint64_t pc, const char* fn) { return GoFrame{pc, w.String(fn), w.String("/src/p.c"), 1}; };
+  auto frame = [&](uint64_t pc, const char* fn) {
+    return GoFrame{pc, w.String(fn), w.String("/src/p.c"), 1};
+  };
   w.Stack(1, std::vector<GoFrame>{frame(0x1000, "main")});
   w.Stack(2, std::vector<GoFrame>{frame(0x2000, "pool_main")});
   w.Stack(3, std::vector<GoFrame>{frame(0x3000, "take_lock")});

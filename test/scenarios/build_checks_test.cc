@@ -184,9 +184,9 @@ TEST_CASE("libgotrace.so: what a traced shell writes around each fork is on g's 
   const uint64_t page = range("_ZN7gotrace1gE").first >> 12;
   // g's fields up to the lifecycle flags a fork child sets.
   CHECK((range("_ZN7gotrace1gE").first + 512 - 1) >> 12 == page);
-  for (const char* sym :
-       {"_ZN7gotrace12_GLOBAL__N_112g_app_actionE", "_ZN7gotrace8internal11g_proc_lockE",
-        "_ZN7gotrace8internal6g_procE", "_ZN7gotrace7fdclass5g_endE", "_ZN7gotrace3sys8g_log_fdE"}) {
+  for (const char* sym : {"_ZN7gotrace12_GLOBAL__N_112g_app_actionE",
+                          "_ZN7gotrace8internal11g_proc_lockE", "_ZN7gotrace8internal6g_procE",
+                          "_ZN7gotrace7fdclass5g_endE", "_ZN7gotrace3sys8g_log_fdE"}) {
     INFO(sym);
     const auto [lo, hi] = range(sym);
     CHECK(lo >> 12 == page);

@@ -956,8 +956,13 @@ PausedPython StartPausedPython(const TempDir& dir, const std::vector<std::string
                                bool paused_by_env = false) {
   std::vector<std::string> wenv = env;
   wenv.push_back("GOTRACE_LIB=" + PreloadLib());
-  std::vector<std::string> cmd = {std::string(GOTRACE_BUILD_DIR) + "/tracewrap", "--paused", "-o",
-                                  dir.File(out), "/usr/bin/python3", "-c", py};
+  std::vector<std::string> cmd = {std::string(GOTRACE_BUILD_DIR) + "/tracewrap",
+                                  "--paused",
+                                  "-o",
+                                  dir.File(out),
+                                  "/usr/bin/python3",
+                                  "-c",
+                                  py};
   if (paused_by_env) {
     cmd.erase(cmd.begin() + 1);
     wenv.push_back("GOTRACE_START=paused");

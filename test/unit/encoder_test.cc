@@ -99,11 +99,10 @@ TEST_CASE("a traced program's text is shown one line each, control characters es
   CHECK(Printable("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 as it is
 }
 
-TEST_CASE("the launcher's table keeps a long command's program and its paths' names",
-          "[encoder]") {
+TEST_CASE("the launcher's table keeps a long command's program and its paths' names", "[encoder]") {
   CHECK(CompactCommandLine({"make", "-s", "-j2"}, 40) == "make -s -j2");
-  CHECK(CompactCommandLine({"node", "/work/proj/node_modules/.bin/jest", "--ci", "--runInBand"}, 40) ==
-        "node .../jest --ci --runInBand");
+  CHECK(CompactCommandLine({"node", "/work/proj/node_modules/.bin/jest", "--ci", "--runInBand"},
+                           40) == "node .../jest --ci --runInBand");
   CHECK(CompactCommandLine({"/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "-quiet", "-imultiarch",
                             "x86_64-linux-gnu", "unit3.c", "-O2", "-o", "/tmp/ccA1b2C3.s"},
                            40) == "cc1 -quiet -imultiarch x86_64-linux-g...");
