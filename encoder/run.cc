@@ -1405,7 +1405,11 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
     kill(getpid(), sig);
     return 128 + sig;
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  // Everything is written: no destructors. Those of the encoder's symbol
+  // cache (every module's libdwfl state, its indexes) took 0.38 ms of
+  // `tracewrap -- /bin/true`'s 2.9 ms (issue 18: the launcher's own cost).
+  std::fflush(nullptr);
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 }  // namespace gotrace
