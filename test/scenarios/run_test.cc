@@ -212,8 +212,13 @@ TEST_CASE("a shell's fork child finds its descriptors' classes again: a pipe rea
   // A fork child starts with the descriptor table empty (fdclass::WipeOnFork):
   // the subshell's stdin, a pipe the shell dup2'ed there, is found with fstat.
   TempDir dir;
-  const ProcResult r = WrapJob(dir, "{ sleep 0.05; echo x; } | ( read v; echo \"got $v\" )\n",
-                               {"-o", dir.File("p.trace")}, "/bin/bash");
+  // The writer waits for the reading subshell to start, then 50 ms.
+  const std::string ready = dir.File("ready");
+  const ProcResult r =
+      WrapJob(dir,
+              "{ until [ -e " + ready + " ]; do sleep 0.01; done; sleep 0.05; echo x; } | ( : > " +
+                  ready + "; read v; echo \"got $v\" )\n",
+              {"-o", dir.File("p.trace")}, "/bin/bash");
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
   CHECK(r.out == "got x\n");
@@ -229,12 +234,18 @@ TEST_CASE("tools reading a pipe through stdio wait there, and are worth a trace 
   // and awk (fgets) read stdin through stdio, whose refills no interposer
   // saw: each waited 0.2 s for the pipe and ended "quiet", with no trace.
   TempDir dir;
-  const std::string script =
-      "{ sleep 0.2; echo x; } | md5sum\n"
-      "{ sleep 0.2; echo x; } | sed s/x/y/\n"
-      "{ sleep 0.2; echo x; } | uniq\n"
-      "{ sleep 0.2; echo x; } | wc -l\n"
-      "{ sleep 0.2; echo x; } | awk '{ print $1 }'\n";
+  // Each writer waits until its reader has started (a file the reader's
+  // subshell makes before it execs the tool), then 0.2 s: the reader must
+  // be in its read by then. (Timed from the pipeline's start, uniq once
+  // started 0.2 s late in a loaded CI run, read without waiting and ended
+  // quiet.)
+  std::string script;
+  int n = 0;
+  for (const char* tool : {"md5sum", "sed s/x/y/", "uniq", "wc -l", "awk '{ print $1 }'"}) {
+    const std::string ready = dir.File("ready" + std::to_string(++n));
+    script += "{ until [ -e " + ready + " ]; do sleep 0.01; done; sleep 0.2; echo x; } | { : > " +
+              ready + "; exec " + tool + "; }\n";
+  }
   const ProcResult r = WrapJob(dir, script, {"-q", "-o", dir.File("s.trace")}, "/bin/bash");
   INFO(r.Describe() << "\n" << r.err);
   REQUIRE(r.Exited(0));
