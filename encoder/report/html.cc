@@ -68,19 +68,24 @@ std::string Data(const std::vector<Report>& reports, size_t top) {
       }
       o += "]}";
     }
-    o += "],\"sites\":[";
-    for (size_t i = 0; i < r.sites.size() && i < std::max<size_t>(top, 50); ++i) {
-      const BlockSite& b = r.sites[i];
-      if (i) o += ',';
-      o += "{\"kind\":";
-      o += JsonString(b.kind, /*for_script=*/true);
-      o += ",\"total\":" + std::to_string(b.total_ns) + ",\"count\":" + std::to_string(b.count) +
-           ",\"frames\":[";
-      for (size_t f = 0; f < b.frames.size(); ++f) {
-        if (f) o += ',';
-        o += JsonString(FrameLabel(b.frames[f]), /*for_script=*/true);
+    // The sites, and apart the idle ones (report.h: BlockSite::idle), as the
+    // text report lists them.
+    for (const bool idle : {false, true}) {
+      o += idle ? "],\"idle\":[" : "],\"sites\":[";
+      size_t n = 0;
+      for (const BlockSite& b : r.sites) {
+        if (b.idle != idle || n >= std::max<size_t>(top, 50)) continue;
+        if (n++) o += ',';
+        o += "{\"kind\":";
+        o += JsonString(b.kind, /*for_script=*/true);
+        o += ",\"total\":" + std::to_string(b.total_ns) + ",\"count\":" + std::to_string(b.count) +
+             ",\"frames\":[";
+        for (size_t f = 0; f < b.frames.size(); ++f) {
+          if (f) o += ',';
+          o += JsonString(FrameLabel(b.frames[f]), /*for_script=*/true);
+        }
+        o += "]}";
       }
-      o += "]}";
     }
     // The heap: at most ~4000 points, each bucket's largest value kept.
     o += "],\"heap\":[";
@@ -257,6 +262,8 @@ D.traces.forEach(function(tr){
  timeline(root,tr);
  el('h2',{textContent:'Top blocking sites (kind, then callers to callee)'},root);
  if(tr.sites.length)icicle(root,tr);else el('div',{className:'hint',textContent:'no blocking'},root);
+ if(tr.idle.length){el('h2',{textContent:'Idle waits (threads that spent their lives waiting: pools, event loops)'},root);
+  icicle(root,{sites:tr.idle});}
  el('h2',{textContent:'Heap'},root);
  heap(root,tr);
 });

@@ -236,6 +236,13 @@ TEST_CASE("the waits of threads that spent their lives waiting come after the ot
   CHECK(text.find("take_lock") < idle);
   CHECK(text.find("pool_wait") > idle);
   CHECK_THAT(report::FormatMarkdown({r}, 10), Catch::Contains("**Idle waits"));
+  {  // The page draws them apart too.
+    report::Trace t;
+    REQUIRE(report::ParseTrace(bytes.data(), bytes.size(), &t).ok());
+    const std::string html = report::FormatHtml({report::Analyze(t, "pool.trace", true)}, 10);
+    CHECK_THAT(html, Catch::Contains("\"sites\":[{\"kind\":\"mutex\",\"total\":100,"));
+    CHECK_THAT(html, Catch::Contains("\"idle\":[{\"kind\":\"cond\",\"total\":1112,"));
+  }
   CHECK_THAT(report::FormatJson({r}, 10),
              Catch::Contains("\"total_ns\":1112,\"count\":2,\"max_ns\":561,\"idle\":true"));
   // A gate on the top site is about waits that hold work up.
