@@ -496,12 +496,8 @@ void RemoveDeadChannels() {
     if (dd == nullptr) continue;  // another user's, and we are not root
     for (dirent* e; (e = readdir(dd)) != nullptr;) {
       const std::string name = e->d_name;
-      const size_t dot = name.find('.');
-      if (dot == 0 || dot == std::string::npos || name.substr(dot) != ".sock" ||
-          name.find_first_not_of("0123456789") != dot)
-        continue;
-      const long pid = std::strtol(name.c_str(), nullptr, 10);
-      if (pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+      const uint64_t pid = control::SocketPid(e->d_name);
+      if (pid == 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
       const std::string path = d + "/" + name;
       struct stat st {};
       if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;

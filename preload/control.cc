@@ -170,12 +170,8 @@ void SweepStale() {
   const long dir = sys::OpenAt(g_dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dir < 0) return;
   sys::ForEachDirEntry(dir, [](const char* name) {
-    uint64_t pid = 0;
-    size_t i = 0;
-    for (; name[i] >= '0' && name[i] <= '9' && i < 10; ++i)
-      pid = pid * 10 + static_cast<uint64_t>(name[i] - '0');
-    if (i == 0 || std::strcmp(name + i, ".sock") != 0 || pid == static_cast<uint64_t>(g.pid))
-      return;
+    const uint64_t pid = control::SocketPid(name);
+    if (pid == 0 || pid == static_cast<uint64_t>(g.pid)) return;
     if (sys::Syscall6(SYS_kill, static_cast<long>(pid), 0) != -ESRCH) return;
     struct sockaddr_un addr {};
     addr.sun_family = AF_UNIX;

@@ -45,4 +45,17 @@ inline bool DirFor(const char* xdg, uint32_t uid, char* out, size_t cap) {
   return ok && n < 80;  // room for "/<pid>.sock" in a sockaddr_un (108 bytes)
 }
 
+// The pid that a socket's file name, <pid>.sock, names; 0 if the name is
+// not one.
+inline uint64_t SocketPid(const char* name) {
+  uint64_t pid = 0;
+  size_t i = 0;
+  for (; name[i] >= '0' && name[i] <= '9' && i < 10; ++i)
+    pid = pid * 10 + static_cast<uint64_t>(name[i] - '0');
+  const char kSuffix[] = ".sock";
+  for (size_t k = 0; k < sizeof kSuffix; ++k)
+    if (name[i + k] != kSuffix[k]) return 0;
+  return i == 0 ? 0 : pid;
+}
+
 }  // namespace gotrace::control

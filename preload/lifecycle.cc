@@ -1682,21 +1682,10 @@ bool WindowStart(sys::Line* reply) {
   // Where its trace will be: a worker that gave up root may not write next
   // to the run's other traces, and writes into its private directory
   // (the answer to stop named that one, this one the other).
+  // (EncodeNow's choice, made the same way.)
   char where[sizeof g.out_path];
   sys::Line(where, sizeof where).Str(g.out_path);
-  {
-    char dir[sizeof g.out_path];
-    sys::Line(dir, sizeof dir).Str(g.out_path);
-    char* slash = nullptr;
-    for (char* p = dir; *p != '\0'; ++p)
-      if (*p == '/') slash = p;
-    if (slash != nullptr && slash != dir) *slash = '\0';
-    const long ok = slash == nullptr
-                        ? 0
-                        : sys::Syscall6(SYS_faccessat2, AT_FDCWD, reinterpret_cast<long>(dir),
-                                        W_OK | X_OK, AT_EACCESS);
-    if (ok == -EACCES || ok == -EPERM) (void)InPrivateDir(g.out_path, where, sizeof where);
-  }
+  if (!DirWritable(g.out_path)) (void)InPrivateDir(g.out_path, where, sizeof where);
   reply->Str("ok: recording window ").U64(g.window).Str(" into ").Str(where);
   return true;
 }

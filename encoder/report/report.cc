@@ -329,7 +329,6 @@ Report Analyze(const Trace& trace, const std::string& file, bool keep_intervals)
     if (auto it = trace.stacks.find(b.stk); it != trace.stacks.end()) b.frames = it->second;
   for (const auto& [key, ns] : site_thread_ns)
     r.sites[key >> 32].waiters.emplace_back(r.threads[key & 0xffffffffu].goid, ns);
-  for (BlockSite& b : r.sites) std::sort(b.waiters.begin(), b.waiters.end());
   // Problem: node's thread pool and platform workers wait on a condition
   // variable for the whole run, its I/O threads in epoll: their waits were
   // the top sites of every node trace, above the main thread's, which are
