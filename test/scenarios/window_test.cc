@@ -944,6 +944,21 @@ std::string EntryOfPid(const std::string& index, pid_t pid) {
   return index.substr(at, index.find('}', index.find("\"records\": ", at)) - at + 1);
 }
 
+// A program that forks one worker, which waits for a byte (or the end) of a
+// pipe its master closes once the master's input ends: an idle worker.
+constexpr const char* kIdleWorkerPy =
+    "import os, sys\n"
+    "r, w = os.pipe()\n"
+    "p = os.fork()\n"
+    "if p == 0:\n"
+    "    os.close(w)\n"
+    "    os.read(r, 1)\n"
+    "    os._exit(0)\n"
+    "os.close(r)\n"
+    "sys.stdin.read()\n"
+    "os.close(w)\n"
+    "os.waitpid(p, 0)\n";
+
 // tracewrap --paused -o DIR/OUT -- python3 -c PY, whose program forks one
 // worker; returned once the worker's channel answers. `paused_by_env`:
 // GOTRACE_START=paused in tracewrap's environment instead of the option.
@@ -1045,19 +1060,7 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
 TEST_CASE("windows: a window open when an idle worker ends is its trace", "[windows][run]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  const std::string py =
-      "import os, sys\n"
-      "r, w = os.pipe()\n"
-      "p = os.fork()\n"
-      "if p == 0:\n"
-      "    os.close(w)\n"
-      "    os.read(r, 1)\n"
-      "    os._exit(0)\n"
-      "os.close(r)\n"
-      "sys.stdin.read()\n"
-      "os.close(w)\n"
-      "os.waitpid(p, 0)\n";
-  const PausedPython run = StartPausedPython(dir, env, "i.trace", py);
+  const PausedPython run = StartPausedPython(dir, env, "i.trace", kIdleWorkerPy);
   Service& wrap = *run.wrap;
   const std::vector<pid_t> worker = {run.worker};
   REQUIRE(Ctl(worker[0], "start", env).Exited(0));
@@ -1083,21 +1086,9 @@ TEST_CASE("windows: a run paused by GOTRACE_START in its environment lists its w
           "[windows][run]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
-  const PausedPython run = StartPausedPython(dir, env, "e.trace",
-                                             "import os, sys\n"
-                                             "r, w = os.pipe()\n"
-                                             "p = os.fork()\n"
-                                             "if p == 0:\n"
-                                             "    os.close(w)\n"
-                                             "    while os.read(r, 1): pass\n"
-                                             "    os._exit(0)\n"
-                                             "os.close(r)\n"
-                                             "while sys.stdin.read(1): os.write(w, b'j')\n"
-                                             "os.close(w)\n"
-                                             "os.waitpid(p, 0)\n",
-                                             /*paused_by_env=*/true);
+  const PausedPython run =
+      StartPausedPython(dir, env, "e.trace", kIdleWorkerPy, /*paused_by_env=*/true);
   REQUIRE(Ctl(run.worker, "start", env).Exited(0));
-  run.wrap->Say("abc");
   std::this_thread::sleep_for(100ms);
   REQUIRE(Ctl(run.worker, "stop", env).Exited(0));
   const int status = run.wrap->Finish();
@@ -1156,17 +1147,7 @@ TEST_CASE("windows: the run's end removes the channels its ended processes left"
   CHECK(FilesEnding(dir.File("xdg/gotrace"), ".sock").empty());
   // A paused worker killed by SIGKILL (no end of its own, no entry, no
   // log): its socket goes too.
-  const PausedPython run = StartPausedPython(dir, env, "k.trace",
-                                             "import os, sys\n"
-                                             "r, w = os.pipe()\n"
-                                             "p = os.fork()\n"
-                                             "if p == 0:\n"
-                                             "    os.close(w)\n"
-                                             "    os.read(r, 1)\n"
-                                             "    os._exit(0)\n"
-                                             "os.close(r)\n"
-                                             "sys.stdin.read()\n"
-                                             "os.waitpid(p, 0)\n");
+  const PausedPython run = StartPausedPython(dir, env, "k.trace", kIdleWorkerPy);
   const std::string sock = dir.File("xdg/gotrace/" + std::to_string(run.worker) + ".sock");
   CHECK(access(sock.c_str(), F_OK) == 0);
   REQUIRE(kill(run.worker, SIGKILL) == 0);
