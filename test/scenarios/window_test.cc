@@ -849,7 +849,9 @@ TEST_CASE("flight recorder: GOTRACE_FLIGHT=1MiB bounds the log on disk during a 
   // log is many times that.
   CHECK(most < (4u << 20));
   CHECK(most > 0);
-  REQUIRE(ValidateTrace(dir.File("b.trace")).empty());
+  const std::string invalid = ValidateTrace(dir.File("b.trace"));
+  INFO(invalid);
+  REQUIRE(invalid.empty());
   const ParsedTrace t = ParseWithGo(dir.File("b.trace"));
   CHECK(t.Count("GoUnblock") > 1000);
   CHECK(t.Count("GoUnblock") < 200000);  // not the whole run
