@@ -18,10 +18,13 @@
 // heaptrack's free-before-real-free ordering). Each thread adds to its own
 // t_state.heap_delta; the delta is folded into one global atomic only when it
 // passes ±kFoldBytes, so the hot path has no shared write and no lock. The
-// tracer's own allocations (t_state.depth > 0: it allocates and frees only
-// inside TracerScope/HookScope) pass through uncounted, and so do nested
-// calls of the real allocator into the public names (glibc's reallocarray
-// calls realloc through the PLT): the real call runs inside a TracerScope.
+// tracer's own allocations (it allocates and frees only inside a
+// TracerScope, or on a thread of its own) are not counted, and neither are
+// nested calls of the real allocator into the public names (glibc's
+// reallocarray calls realloc through the PLT): the real call runs inside a
+// TracerScope. The general paths pass such calls through (InTracer); the
+// short ones (glibc's header rule) count them like any other, and the
+// TracerScope puts the thread's delta back as it was at its end.
 //
 // Cost: with tracking off (GOTRACE_EVENTS without heap, tracing disabled)
 // each wrapper is one load and one predictable branch before a tail call of
@@ -508,8 +511,15 @@ void SampleSlow(uint64_t v, Sample mode) {
   RecordHeap(v);
 }
 
-// Folds this thread's delta into the total and samples it.
+// Folds this thread's delta into the total and samples it. Inside the
+// tracer the delta is the tracer's own (the short paths count without
+// asking; see "The short paths"): dropped, and the TracerScope puts the
+// program's back at its end.
 GT_NOINLINE void FoldSlow(Sample mode) {
+  if (InTracer()) {
+    t_state.heap_delta = 0;
+    return;
+  }
   const int saved_errno = errno;  // H31: registration and spills may touch it
   const int64_t d = t_state.heap_delta;
   t_state.heap_delta = 0;
@@ -613,6 +623,10 @@ GT_HOT_PATH void FreeCounted(void* p) {
 // no frame at all. Measured (heap_bench --storm, 10 M pairs, whole
 // processes, interleaved medians, 2026-11-27): one thread 1.34 -> 1.24 of
 // the untraced time, two threads 1.33 -> 1.30 and 1.38 -> 1.27 (two runs).
+// Nor do they ask whether they run inside the tracer (a thread-local load
+// and a branch on each side): what the tracer allocates and frees is
+// counted into the thread's delta like the program's, and dropped by its
+// TracerScope's end (runtime.h) or, on a thread of its own, by FoldSlow.
 
 // A block glibc mmapped: its size from the real function.
 GT_NOINLINE void* AccountMappedThenReturn(void* p) {
@@ -627,7 +641,6 @@ GT_NOINLINE void* FoldThenReturn(void* p) {
 
 GT_ALWAYS_INLINE void* MallocHeader(size_t n) {
   const auto real = Real(g_real.malloc);
-  if (GT_UNLIKELY(Uncounted())) return real(n);
   void* const p = real(n);
   if (GT_UNLIKELY(p == nullptr)) return p;
   const uint64_t header = ChunkHeader(p);
@@ -638,7 +651,7 @@ GT_ALWAYS_INLINE void* MallocHeader(size_t n) {
 
 // free's short path, inlined into the wrapper (which makes no other call).
 GT_ALWAYS_INLINE void FreeHeader(decltype(&::free) real, void* p) {
-  if (GT_UNLIKELY(Uncounted()) || p == nullptr) return real(p);
+  if (p == nullptr) return real(p);
   const uint64_t header = ChunkHeader(p);
   if (GT_UNLIKELY((header & kIsMmapped) != 0)) return FreeCounted(p);  // asks the real function
   if (GT_UNLIKELY(AddDelta(-HeapBlockUsable(header)))) return FreeThenFold(real, p);

@@ -1884,13 +1884,10 @@ void CrashFlush(int sig, bool in_handler) {
     QuietEnd();
     return;
   }
-  t_state.depth += kTracerDepth;
+  TracerScope tracer;
   FlushEverything(true);
   // The launcher, still there, encodes the log and says what happened.
-  if (g.config.defer && RunAlive()) {
-    t_state.depth -= kTracerDepth;
-    return;
-  }
+  if (g.config.defer && RunAlive()) return;
   char buf[1400];
   sys::Line m(buf, sizeof buf);
   const bool crash = IsCrashSignal(sig);
@@ -1912,7 +1909,6 @@ void CrashFlush(int sig, bool in_handler) {
     m.Str(g.out_path);
     sys::Log(m.c_str());
   }
-  t_state.depth -= kTracerDepth;
 }
 
 void InstallCrashHandler(int sig, const struct sigaction& app);
