@@ -2,7 +2,8 @@
 # Heap scenarios (issue 5), included from test/scenarios/CMakeLists.txt after
 # scenario_tests is defined. Built like the other scenarios: plain C/C++ with
 # frame pointers and debug info; the helper libraries land next to them.
-set(GOTRACE_HEAP_SCENARIOS heap_grow heap_storm heap_early heap_dlopen_tls heap_edge heap_gai)
+set(GOTRACE_HEAP_SCENARIOS heap_grow heap_storm heap_early heap_dlopen_tls heap_edge heap_gai
+    heap_snapshot)
 foreach(s ${GOTRACE_HEAP_SCENARIOS})
   add_executable(${s} ${s}.c)
 endforeach()
