@@ -265,7 +265,12 @@ GT_EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t 
 // after a look at two pointers (the buffer's fill, read without the
 // stream's lock: a guess that is at worst a record of a call that did not
 // wait). Streams without a descriptor (fmemopen, fopencookie) pass through.
-// Not covered: the scanf family and wide-character reads (fgetwc, fgetws).
+// The scanf family reads as much as its format asks: a call is taken as
+// answered when a line with something other than blanks in it is buffered
+// (the newline a previous scanf left behind is not an answer: the next one
+// skips it and waits), and recorded otherwise. Not covered: wide-character
+// reads (fgetwc, fgetws), and C23's scanf entry points (__isoc23_*, glibc
+// 2.38 and later).
 
 namespace gotrace {
 namespace {
@@ -290,6 +295,16 @@ GT_ALWAYS_INLINE bool HasLine(FILE* fp, int delim, size_t max) {
 }
 
 GT_ALWAYS_INLINE size_t FgetsRoom(int n) { return n > 1 ? static_cast<size_t>(n - 1) : 0; }
+
+// scanf's test: a newline buffered after something other than blanks.
+GT_ALWAYS_INLINE bool HasNonBlankLine(FILE* fp) {
+  const char* p = ReadPtr(fp);
+  const char* end = p + Buffered(fp);
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' ||
+                     *p == '\f'))
+    ++p;
+  return p < end && std::memchr(p, '\n', static_cast<size_t>(end - p)) != nullptr;
+}
 
 // A refill: a read of the stream's descriptor. Out of line: the hooks'
 // test and tail call need no frame of their own.
@@ -392,6 +407,77 @@ GT_EXPORT int __uflow(FILE* fp) {
 GT_EXPORT int __underflow(FILE* fp) {
   GT_IF_ANSWERED(__underflow, Buffered(fp) != 0, (fp));
   return GT_REFILL(fp, GT_REAL(__underflow)(fp));
+}
+
+// The scanf family: the variadic entry points go through their va_list
+// forms (vscanf for scanf, vfscanf for fscanf, and the same for the ISO C99
+// ones), as glibc's own do.
+namespace gotrace {
+namespace {
+template <typename Real>
+GT_ALWAYS_INLINE int Scan(Real real, FILE* fp, const char* format, va_list ap) {
+  if (real == nullptr) return Missing<int>();
+  if (HasNonBlankLine(fp)) return real(fp, format, ap);
+  return Refill(fp, [&] { return real(fp, format, ap); });
+}
+// vscanf's shape for Scan: stdin's.
+template <typename Real>
+GT_ALWAYS_INLINE int ScanStdin(Real real, const char* format, va_list ap) {
+  if (real == nullptr) return Missing<int>();
+  if (HasNonBlankLine(stdin)) return real(format, ap);
+  return Refill(stdin, [&] { return real(format, ap); });
+}
+}  // namespace
+}  // namespace gotrace
+
+// C++ sees only the ISO C99 names (<stdio.h> renames fscanf to
+// __isoc99_fscanf for it): glibc's own scanf, fscanf, vscanf and vfscanf
+// (GNU's, which a C program built with _GNU_SOURCE for C89 calls) are
+// defined under names of their own, exported as theirs (GT_EXPORT_AS).
+extern "C" {
+int GnuVfscanf(FILE* fp, const char* format, va_list ap) GT_EXPORT_AS(vfscanf);
+int GnuVscanf(const char* format, va_list ap) GT_EXPORT_AS(vscanf);
+int GnuFscanf(FILE* fp, const char* format, ...) GT_EXPORT_AS(fscanf);
+int GnuScanf(const char* format, ...) GT_EXPORT_AS(scanf);
+}
+
+int GnuVfscanf(FILE* fp, const char* format, va_list ap) {
+  return Scan(GT_REAL(vfscanf), fp, format, ap);
+}
+int GnuVscanf(const char* format, va_list ap) { return ScanStdin(GT_REAL(vscanf), format, ap); }
+int GnuFscanf(FILE* fp, const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const int r = Scan(GT_REAL(vfscanf), fp, format, ap);
+  va_end(ap);
+  return r;
+}
+int GnuScanf(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const int r = ScanStdin(GT_REAL(vscanf), format, ap);
+  va_end(ap);
+  return r;
+}
+GT_EXPORT int __isoc99_vfscanf(FILE* fp, const char* format, va_list ap) {
+  return Scan(GT_REAL(__isoc99_vfscanf), fp, format, ap);
+}
+GT_EXPORT int __isoc99_vscanf(const char* format, va_list ap) {
+  return ScanStdin(GT_REAL(__isoc99_vscanf), format, ap);
+}
+GT_EXPORT int __isoc99_fscanf(FILE* fp, const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const int r = Scan(GT_REAL(__isoc99_vfscanf), fp, format, ap);
+  va_end(ap);
+  return r;
+}
+GT_EXPORT int __isoc99_scanf(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const int r = ScanStdin(GT_REAL(__isoc99_vscanf), format, ap);
+  va_end(ap);
+  return r;
 }
 
 // --- sockets ----------------------------------------------------------------------

@@ -37,6 +37,7 @@
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,10 @@ char* __fgets_chk(char* s, size_t room, int n, FILE* fp);
 char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* fp);
 int __underflow(FILE* fp);
 int _IO_getc(FILE* fp);
+// The ISO C99 scanf family (what <stdio.h> names scanf and fscanf without
+// _GNU_SOURCE); declared there only in that case.
+int __isoc99_vscanf(const char* format, va_list ap);
+int __isoc99_vfscanf(FILE* fp, const char* format, va_list ap);
 }
 
 #include "preload/sys/platform.h"
@@ -197,6 +202,10 @@ int _IO_getc(FILE* fp);
   X(getchar_unlocked, nullptr, false)                      \
   X(__uflow, nullptr, false)                               \
   X(__underflow, nullptr, false)                           \
+  X(vscanf, nullptr, false)                                \
+  X(vfscanf, nullptr, false)                               \
+  X(__isoc99_vscanf, nullptr, false)                       \
+  X(__isoc99_vfscanf, nullptr, false)                      \
   X(eventfd, nullptr, false)                               \
   X(timerfd_create, nullptr, false)                        \
   X(signalfd, nullptr, false)                              \

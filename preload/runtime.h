@@ -37,6 +37,11 @@
 #define GT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define GT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GT_EXPORT extern "C" __attribute__((visibility("default")))
+// An exported function whose C++ name cannot be its symbol's (a name
+// <stdio.h> renames, like fscanf): declared with GT_EXPORT_AS(symbol) after
+// its parameters, then defined under its C++ name. preload/gen_exports.cmake
+// exports `symbol`.
+#define GT_EXPORT_AS(symbol) __asm__(#symbol) __attribute__((visibility("default")))
 
 namespace gotrace {
 

@@ -117,16 +117,21 @@ TEST_CASE("stdio reads waiting on an empty pipe: each entry point's wait, with i
           "[syscalls]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Scenario("stdio_pipe")}, dir);
-  CHECK(s.plain.out == "line0 line1 line2 line3 line4 line5\n");
+  CHECK(s.plain.out ==
+        "line0 line1 line2 line3 line4 line5 line6 line7 line8 line9 line10 line11 line12 "
+        "line13\n");
   CHECK(s.traced.out == s.plain.out);
-  // Six refills that waited 20 ms on the pipe: network waits (a pipe's
+  // Fourteen refills that waited 20 ms on the pipe: network waits (a pipe's
   // class), and the child's read of each request.
-  CHECK(s.parsed.Count("GoBlockNet") >= 6);
+  CHECK(s.parsed.Count("GoBlockNet") >= 14);
   PprofResult p = Pprof(s.trace, "net");
   INFO(p.error);
   REQUIRE(p.ok);
-  for (const char* fn : {"read_with_fread", "read_with_fgets", "read_with_getline",
-                         "read_with_getdelim", "read_with_fgetc", "read_with_getc_unlocked"}) {
+  for (const char* fn :
+       {"read_with_fread", "read_with_fgets", "read_with_getline", "read_with_getdelim",
+        "read_with_fgetc", "read_with_getc_unlocked", "read_with_fscanf", "read_with_vfscanf",
+        "read_with_isoc99_fscanf", "read_with_isoc99_vfscanf", "read_with_scanf",
+        "read_with_vscanf", "read_with_isoc99_scanf", "read_with_isoc99_vscanf"}) {
     INFO(fn);
     CHECK_THAT(p.traces, Catch::Contains(fn));
   }
