@@ -300,8 +300,8 @@ GT_ALWAYS_INLINE size_t FgetsRoom(int n) { return n > 1 ? static_cast<size_t>(n 
 GT_ALWAYS_INLINE bool HasNonBlankLine(FILE* fp) {
   const char* p = ReadPtr(fp);
   const char* end = p + Buffered(fp);
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' ||
-                     *p == '\f'))
+  while (p < end &&
+         (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f'))
     ++p;
   return p < end && std::memchr(p, '\n', static_cast<size_t>(end - p)) != nullptr;
 }

@@ -21,10 +21,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
-#include <stdlib.h>
-#include <spawn.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
@@ -37,7 +38,6 @@
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,8 +63,9 @@ char* __fgets_chk(char* s, size_t room, int n, FILE* fp);
 char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* fp);
 int __underflow(FILE* fp);
 int _IO_getc(FILE* fp);
-// The ISO C99 scanf family (what <stdio.h> names scanf and fscanf without
-// _GNU_SOURCE); declared there only in that case.
+// The ISO C99 scanf family's va_list forms (<stdio.h> calls them vscanf and
+// vfscanf in C99 and later and in C++, and declares them under these names
+// only where it does not rename).
 int __isoc99_vscanf(const char* format, va_list ap);
 int __isoc99_vfscanf(FILE* fp, const char* format, va_list ap);
 }

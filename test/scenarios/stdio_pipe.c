@@ -132,10 +132,9 @@ int main(void) {
   FILE* f = fdopen(p[0], "r");
   if (f == NULL || dup2(p[0], 0) != 0) return 2;
   void (*readers[kLines])(FILE*, char*) = {
-      read_with_fread,         read_with_fgets,          read_with_getline,
-      read_with_getdelim,      read_with_fgetc,          read_with_getc_unlocked,
-      read_with_fscanf,        read_with_vfscanf,        read_with_isoc99_fscanf,
-      read_with_isoc99_vfscanf, read_with_scanf,         read_with_vscanf,
+      read_with_fread,         read_with_fgets,          read_with_getline, read_with_getdelim,
+      read_with_fgetc,         read_with_getc_unlocked,  read_with_fscanf,  read_with_vfscanf,
+      read_with_isoc99_fscanf, read_with_isoc99_vfscanf, read_with_scanf,   read_with_vscanf,
       read_with_isoc99_scanf,  read_with_isoc99_vscanf};
   for (int i = 0; i < kLines; i++) {
     char got[64];
