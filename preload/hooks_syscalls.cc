@@ -268,9 +268,9 @@ GT_EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t 
 // The scanf family reads as much as its format asks: a call is taken as
 // answered when a line with something other than blanks in it is buffered
 // (the newline a previous scanf left behind is not an answer: the next one
-// skips it and waits), and recorded otherwise. Not covered: wide-character
-// reads (fgetwc, fgetws), and C23's scanf entry points (__isoc23_*, glibc
-// 2.38 and later).
+// skips it and waits), and recorded otherwise: glibc's GNU entry points,
+// the ISO C99 ones and glibc 2.38's C23 ones. Not covered: wide-character
+// reads (fgetwc, fgetws, wscanf).
 
 namespace gotrace {
 namespace {
@@ -476,6 +476,28 @@ GT_EXPORT int __isoc99_scanf(const char* format, ...) {
   va_list ap;
   va_start(ap, format);
   const int r = ScanStdin(GT_REAL(__isoc99_vscanf), format, ap);
+  va_end(ap);
+  return r;
+}
+// glibc 2.38 and later: what <stdio.h> calls scanf in C++ and C23. With an
+// older glibc no program calls these (they need GLIBC_2.38).
+GT_EXPORT int __isoc23_vfscanf(FILE* fp, const char* format, va_list ap) {
+  return Scan(GT_REAL(__isoc23_vfscanf), fp, format, ap);
+}
+GT_EXPORT int __isoc23_vscanf(const char* format, va_list ap) {
+  return ScanStdin(GT_REAL(__isoc23_vscanf), format, ap);
+}
+GT_EXPORT int __isoc23_fscanf(FILE* fp, const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const int r = Scan(GT_REAL(__isoc23_vfscanf), fp, format, ap);
+  va_end(ap);
+  return r;
+}
+GT_EXPORT int __isoc23_scanf(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const int r = ScanStdin(GT_REAL(__isoc23_vscanf), format, ap);
   va_end(ap);
   return r;
 }

@@ -68,6 +68,9 @@ int _IO_getc(FILE* fp);
 // only where it does not rename).
 int __isoc99_vscanf(const char* format, va_list ap);
 int __isoc99_vfscanf(FILE* fp, const char* format, va_list ap);
+// glibc 2.38's C23 ones (what it calls them in C++ and C23).
+int __isoc23_vscanf(const char* format, va_list ap);
+int __isoc23_vfscanf(FILE* fp, const char* format, va_list ap);
 }
 
 #include "preload/sys/platform.h"
@@ -207,6 +210,8 @@ int __isoc99_vfscanf(FILE* fp, const char* format, va_list ap);
   X(vfscanf, nullptr, false)                               \
   X(__isoc99_vscanf, nullptr, false)                       \
   X(__isoc99_vfscanf, nullptr, false)                      \
+  X(__isoc23_vscanf, nullptr, false)                       \
+  X(__isoc23_vfscanf, nullptr, false)                      \
   X(eventfd, nullptr, false)                               \
   X(timerfd_create, nullptr, false)                        \
   X(signalfd, nullptr, false)                              \
