@@ -53,6 +53,7 @@
 #include "preload/real.h"
 #include "preload/runtime.h"
 #include "preload/sys/clock.h"
+#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace {
@@ -447,7 +448,7 @@ bool SameObject(const void* a, const void* b) {
 // is glibc's (not jemalloc's, tcmalloc's, mimalloc's).
 bool GlibcAllocator() {
 #if defined(__x86_64__)
-  void* libc_fn = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
+  void* libc_fn = sys::DlsymQuiet(RTLD_DEFAULT, "gnu_get_libc_version");
   const auto usable = Real(g_real.malloc_usable_size);
   return libc_fn != nullptr && SameObject(reinterpret_cast<void*>(usable), libc_fn);
 #else
@@ -756,7 +757,7 @@ namespace {
 // is in use (its malloc and glibc's mallinfo2 are in different objects).
 uint64_t Baseline() {
   using MallInfo2 = struct mallinfo2 (*)();
-  const auto info = reinterpret_cast<MallInfo2>(dlsym(RTLD_NEXT, "mallinfo2"));
+  const auto info = reinterpret_cast<MallInfo2>(sys::DlsymQuiet(RTLD_NEXT, "mallinfo2"));
   const auto m = Real(g_real.malloc);
   if (info == nullptr || !SameObject(reinterpret_cast<void*>(m), reinterpret_cast<void*>(info)))
     return 0;

@@ -1102,8 +1102,9 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
   sys::Line l(so, sizeof so);
   l.Str(g.self_path).Str("/libgotrace_encode.so");
   void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);  // libc's: we do not interpose dlopen
-  auto fn = h ? reinterpret_cast<decltype(&gotrace_encode_v1)>(dlsym(h, "gotrace_encode_v1"))
-              : nullptr;
+  auto fn =
+      h ? reinterpret_cast<decltype(&gotrace_encode_v1)>(sys::DlsymQuiet(h, "gotrace_encode_v1"))
+        : nullptr;
   if (fn == nullptr) {
     char buf[2048];
     sys::Line m(buf, sizeof buf);
@@ -2736,7 +2737,7 @@ void SayGoExit() {
     return;
   TracerScope tracer;
   ErrnoGuard errno_guard;
-  if (dlsym(RTLD_DEFAULT, "crosscall2") == nullptr) return;
+  if (sys::DlsymQuiet(RTLD_DEFAULT, "crosscall2") == nullptr) return;
   char buf[3000];
   sys::Line m(buf, sizeof buf);
   m.Str(

@@ -34,28 +34,41 @@ const Entry kTable[] = {
 
 // sys::NextSymbol first (no lock, async-signal-safe, tens of nanoseconds);
 // what it cannot answer, dlvsym and dlsym do.
-void* Lookup(const char* name, const char* version) {
+//
+// Problem: a failed dlsym leaves its message for the next dlerror() of the
+// thread. A function this libc lacks (glibc 2.36 has no __isoc23_vfscanf)
+// was looked up by every traced process before its first fork
+// (ResolveRest), and a program that reads dlerror() after a dlsym that
+// succeeded found "undefined symbol: __isoc23_vfscanf" there: sandboxed
+// chromium under tracewrap hung at its start. So a name no object of the
+// start-up scope defines is not asked of dlsym ahead of need (`ahead`),
+// and a dlsym or dlvsym that fails takes its message back (DlsymQuiet).
+void* Lookup(const char* name, const char* version, bool ahead) {
   void* p = nullptr;
+  bool missing = false;
   if (version != nullptr) p = sys::NextSymbol(name, version);
-  if (p == nullptr) p = sys::NextSymbol(name, nullptr);
-  if (p != nullptr) return p;
-  if (version != nullptr) p = dlvsym(RTLD_NEXT, name, version);
-  if (p == nullptr) p = dlsym(RTLD_NEXT, name);
+  if (p == nullptr) p = sys::NextSymbol(name, nullptr, &missing);
+  if (p != nullptr || (ahead && missing)) return p;
+  if (version != nullptr) {
+    p = dlvsym(RTLD_NEXT, name, version);
+    if (p == nullptr) (void)dlerror();
+  }
+  if (p == nullptr) p = sys::DlsymQuiet(RTLD_NEXT, name);
   return p;
 }
 
-void* Resolve(int index) {
+void* Resolve(int index, bool ahead) {
   const Entry& e = kTable[index];
   void* p = __atomic_load_n(e.slot, __ATOMIC_RELAXED);
   if (p == nullptr) {
-    p = Lookup(e.name, e.version);
+    p = Lookup(e.name, e.version, ahead);
     __atomic_store_n(e.slot, p, __ATOMIC_RELAXED);
   }
   return p;
 }
 
 void ResolveRest() {
-  for (int i = 0; i < kCount; ++i) (void)Resolve(i);
+  for (int i = 0; i < kCount; ++i) (void)Resolve(i, /*ahead=*/true);
 }
 
 bool ResolveAll(const char** missing) {

@@ -280,9 +280,11 @@ enum Index : int {
 // The next definition of `name` (at `version`, if not nullptr, else the
 // default one) after our library: sys::NextSymbol (no lock, no allocation)
 // first, dlvsym and dlsym for what it cannot answer. nullptr if none.
-void* Lookup(const char* name, const char* version);
+// `ahead`: looked up before it is needed (ResolveRest): a name that no
+// object loaded at start defines is not asked of dlsym.
+void* Lookup(const char* name, const char* version, bool ahead = false);
 // Resolves entry `index` (idempotent); returns the pointer or nullptr.
-void* Resolve(int index);
+void* Resolve(int index, bool ahead = false);
 // Resolves the required entries of the table (the others are resolved when
 // first called). False if a required function is missing, with its name in
 // *missing.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace::unwind {
@@ -94,8 +95,9 @@ CodeMap& ProcessCode() { return g_code_map; }
 
 void LoaderLookupInit() {
   if (g_find_object.load(std::memory_order_acquire) != nullptr) return;
-  g_find_object.store(reinterpret_cast<FindObjectFn>(dlsym(RTLD_DEFAULT, "_dl_find_object")),
-                      std::memory_order_release);
+  g_find_object.store(
+      reinterpret_cast<FindObjectFn>(sys::DlsymQuiet(RTLD_DEFAULT, "_dl_find_object")),
+      std::memory_order_release);
 }
 
 bool LoaderHasNewObjectAt(const CodeMap& map, uintptr_t pc) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <type_traits>
 
+#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 
 #if GOTRACE_HAVE_LIBUNWIND_H
@@ -143,9 +144,11 @@ bool LibunwindInit(const char** why) {
     // RTLD_LOCAL keeps libunwind's _Unwind_* out of the program's scope; if
     // the program itself already has libunwind.so.8, this is its copy.
     void* h = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-    auto fn = h != nullptr ? reinterpret_cast<BacktraceFn>(dlsym(h, "unw_backtrace")) : nullptr;
-    auto flush = h != nullptr ? reinterpret_cast<FlushCacheFn>(dlsym(h, kFlushCache)) : nullptr;
-    auto as = h != nullptr ? static_cast<AddrSpace*>(dlsym(h, kLocalAddrSpace)) : nullptr;
+    auto fn =
+        h != nullptr ? reinterpret_cast<BacktraceFn>(sys::DlsymQuiet(h, "unw_backtrace")) : nullptr;
+    auto flush =
+        h != nullptr ? reinterpret_cast<FlushCacheFn>(sys::DlsymQuiet(h, kFlushCache)) : nullptr;
+    auto as = h != nullptr ? static_cast<AddrSpace*>(sys::DlsymQuiet(h, kLocalAddrSpace)) : nullptr;
     if (h == nullptr) {
       g_why = "libunwind.so.8 cannot be loaded (Debian: apt-get install libunwind8)";
     } else if (fn == nullptr || flush == nullptr || as == nullptr) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 
+#include "preload/sys/next_symbol.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace::sys {
@@ -61,8 +62,8 @@ void InitClock() {
   // glibc >= 2.35 exports the offset of its registered struct rseq from the
   // thread pointer (__rseq_offset) and its size (__rseq_size; 0 when rseq is
   // not registered, e.g. glibc.pthread.rseq=0). cpu_id is at offset 4.
-  const auto* off = static_cast<const ptrdiff_t*>(dlsym(RTLD_DEFAULT, "__rseq_offset"));
-  const auto* size = static_cast<const unsigned*>(dlsym(RTLD_DEFAULT, "__rseq_size"));
+  const auto* off = static_cast<const ptrdiff_t*>(DlsymQuiet(RTLD_DEFAULT, "__rseq_offset"));
+  const auto* size = static_cast<const unsigned*>(DlsymQuiet(RTLD_DEFAULT, "__rseq_size"));
   if (off != nullptr && size != nullptr && *size >= 8) {
     const int32_t c = *reinterpret_cast<volatile int32_t*>(
         static_cast<char*>(__builtin_thread_pointer()) + *off + 4);

@@ -32,6 +32,9 @@ struct Object {
 constexpr int kMaxObjects = 128;
 GT_LARGE_BSS Object g_objects[kMaxObjects];
 int g_nobjects = 0;
+// Every object of the scope after ours was recorded (none stopped the list:
+// see Add), so a name none of them defines is defined nowhere in it.
+bool g_complete = false;
 bool g_tsan = false;  // libtsan seen (TsanLoaded)
 // 0: not recorded yet, 1: being recorded, 2: recorded.
 std::atomic<int> g_state{0};
@@ -118,6 +121,7 @@ extern "C" char _end[] __attribute__((visibility("hidden")));
 
 void Record(uintptr_t self) {
   g_nobjects = 0;
+  g_complete = false;
   // (The object asked about is this code's own: ours, or a test's.)
   const bool own =
       self >= reinterpret_cast<uintptr_t>(__ehdr_start) && self < reinterpret_cast<uintptr_t>(_end);
@@ -129,12 +133,15 @@ void Record(uintptr_t self) {
       seen_self = true;
       continue;
     }
-    if (seen_self && Add(m->l_addr, m->l_name, m->l_ld) != 0) break;
+    if (seen_self && Add(m->l_addr, m->l_name, m->l_ld) != 0) return;
   }
-  if (seen_self) return;
+  if (seen_self) {
+    g_complete = true;
+    return;
+  }
   // (Nothing was added: objects count only after ours.)
   Scan scan{self, false};
-  dl_iterate_phdr(OnObject, &scan);
+  g_complete = dl_iterate_phdr(OnObject, &scan) == 0 && scan.after;
 }
 
 // The name of version index `ndx` in o, or nullptr.
@@ -201,7 +208,7 @@ Found FindIn(const Object& o, const char* name, uint32_t hash, const char* versi
   return Found::kNo;
 }
 
-void* Lookup(const char* name, const char* version) {
+void* Lookup(const char* name, const char* version, bool* missing) {
   uint32_t hash = 5381;
   for (const char* p = name; *p != '\0'; ++p) hash = hash * 33 + static_cast<unsigned char>(*p);
   for (int k = 0; k < g_nobjects; ++k) {
@@ -210,6 +217,9 @@ void* Lookup(const char* name, const char* version) {
     if (f == Found::kYes) return p;
     if (f == Found::kAsk) return nullptr;
   }
+  // (With a version asked, another version may be there: only the default
+  // one's absence says the name is not.)
+  if (missing != nullptr) *missing = g_complete && version == nullptr;
   return nullptr;
 }
 
@@ -225,20 +235,21 @@ bool NextSymbolsInit(const void* self) {
   return g_nobjects > 0;
 }
 
-void* NextSymbol(const char* name, const char* version) {
+void* NextSymbol(const char* name, const char* version, bool* missing) {
+  if (missing != nullptr) *missing = false;
   if (g_state.load(std::memory_order_acquire) != 2) {
     // Before Init (a malloc during start-up): record now, unless another
     // thread is (then dlsym answers this one).
     NextSymbolsInit(reinterpret_cast<const void*>(&NextSymbol));
     if (g_state.load(std::memory_order_acquire) != 2) return nullptr;
   }
-  return Lookup(name, version);
+  return Lookup(name, version, missing);
 }
 
 void* NextSymbolAfter(const void* start, const char* name, const char* version) {
   Record(reinterpret_cast<uintptr_t>(start));
   g_state.store(2, std::memory_order_release);
-  return Lookup(name, version);
+  return Lookup(name, version, nullptr);
 }
 
 bool TsanLoaded() { return g_tsan; }

@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <dlfcn.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -30,8 +32,22 @@ bool NextSymbolsInit(const void* self);
 
 // The address of `name` (at `version`, or the default version if nullptr)
 // in the first object after ours that defines it; nullptr if not found or
-// not answerable here (see above).
-void* NextSymbol(const char* name, const char* version);
+// not answerable here (see above). *missing (if given) is set when no
+// object of the scope recorded at start defines `name` at all, each of them
+// read: then dlsym(RTLD_NEXT) would fail too, unless a library loaded since
+// (dlopen, RTLD_GLOBAL) defines it.
+void* NextSymbol(const char* name, const char* version, bool* missing = nullptr);
+
+// dlsym, and when it fails, dlerror() to take back the error it left: a
+// program that calls dlerror() after a dlsym of its own that succeeded (or
+// checks it without clearing it first) must not find our failed lookup's
+// message there. (A message the program had not read yet is gone either
+// way once dlsym fails: glibc keeps one.)
+inline void* DlsymQuiet(void* handle, const char* name) {
+  void* p = dlsym(handle, name);
+  if (p == nullptr) (void)dlerror();
+  return p;
+}
 
 // Whether ThreadSanitizer's runtime (libtsan) was among the objects
 // NextSymbolsInit saw: it takes the tracer's own memory for the program's
