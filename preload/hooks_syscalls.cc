@@ -266,9 +266,9 @@ GT_EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t 
 // stream's lock: a guess that is at worst a record of a call that did not
 // wait). Streams without a descriptor (fmemopen, fopencookie) pass through.
 // The scanf family reads as much as its format asks: a call is taken as
-// answered when a line with something other than blanks in it is buffered
-// (the newline a previous scanf left behind is not an answer: the next one
-// skips it and waits), and recorded otherwise: glibc's GNU entry points,
+// answered when a whole word is buffered (something other than blanks,
+// then a blank: the newline a previous scanf left behind is not an answer,
+// the next one skips it and waits), and recorded otherwise: glibc's GNU entry points,
 // the ISO C99 ones and glibc 2.38's C23 ones. Not covered: wide-character
 // reads (fgetwc, fgetws, wscanf).
 
@@ -296,14 +296,20 @@ GT_ALWAYS_INLINE bool HasLine(FILE* fp, int delim, size_t max) {
 
 GT_ALWAYS_INLINE size_t FgetsRoom(int n) { return n > 1 ? static_cast<size_t>(n - 1) : 0; }
 
-// scanf's test: a newline buffered after something other than blanks.
-GT_ALWAYS_INLINE bool HasNonBlankLine(FILE* fp) {
+GT_ALWAYS_INLINE bool Blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+// scanf's test: a whole word buffered (something other than blanks, then a
+// blank), what a conversion like %d or %s reads without a refill. It looks
+// at the word only, not for a line's end: a file of numbers on one long
+// line would have had every fscanf scan the whole buffer, and be recorded.
+GT_ALWAYS_INLINE bool HasWord(FILE* fp) {
   const char* p = ReadPtr(fp);
   const char* end = p + Buffered(fp);
-  while (p < end &&
-         (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f'))
-    ++p;
-  return p < end && std::memchr(p, '\n', static_cast<size_t>(end - p)) != nullptr;
+  while (p < end && Blank(*p)) ++p;
+  if (p == end) return false;
+  while (p < end && !Blank(*p)) ++p;
+  return p < end;
 }
 
 // A refill: a read of the stream's descriptor. Out of line: the hooks'
@@ -417,14 +423,14 @@ namespace {
 template <typename Real>
 GT_ALWAYS_INLINE int Scan(Real real, FILE* fp, const char* format, va_list ap) {
   if (real == nullptr) return Missing<int>();
-  if (HasNonBlankLine(fp)) return real(fp, format, ap);
+  if (HasWord(fp)) return real(fp, format, ap);
   return Refill(fp, [&] { return real(fp, format, ap); });
 }
 // vscanf's shape for Scan: stdin's.
 template <typename Real>
 GT_ALWAYS_INLINE int ScanStdin(Real real, const char* format, va_list ap) {
   if (real == nullptr) return Missing<int>();
-  if (HasNonBlankLine(stdin)) return real(format, ap);
+  if (HasWord(stdin)) return real(format, ap);
   return Refill(stdin, [&] { return real(format, ap); });
 }
 }  // namespace
