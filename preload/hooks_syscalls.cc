@@ -300,15 +300,20 @@ GT_ALWAYS_INLINE bool Blank(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 // scanf's test: a whole word buffered (something other than blanks, then a
-// blank), what a conversion like %d or %s reads without a refill. It looks
-// at the word only, not for a line's end: a file of numbers on one long
-// line would have had every fscanf scan the whole buffer, and be recorded.
+// blank), what a conversion like %d or %s reads without a refill, or
+// kWordLook bytes of one. It looks at that word only, not for a line's end:
+// a file of numbers on one long line had every fscanf scan the whole buffer
+// for a newline, and be recorded. The bound keeps a text without blanks
+// read a character at a time (%c) from a scan of the buffer per call: only
+// the calls in a buffer's last kWordLook bytes are recorded then.
+constexpr size_t kWordLook = 256;
 GT_ALWAYS_INLINE bool HasWord(FILE* fp) {
   const char* p = ReadPtr(fp);
   const char* end = p + Buffered(fp);
   while (p < end && Blank(*p)) ++p;
   if (p == end) return false;
-  while (p < end && !Blank(*p)) ++p;
+  const char* stop = end - p > static_cast<ptrdiff_t>(kWordLook) ? p + kWordLook : end;
+  while (p < stop && !Blank(*p)) ++p;
   return p < end;
 }
 
