@@ -167,8 +167,9 @@ inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
 
 // Whether a program may be learned quiet as a program, whatever its
 // arguments (its key, ProgramKey): only the utilities that never run
-// another program (sed, grep, cut, sha256sum, ...), by the basename of
-// the path it is exec'd by. Learned as a program after three quiet
+// another program (sed, grep, cut, sha256sum, ...; binutils' as, ar, nm,
+// strip, ..., which a build runs once per object), by the basename of the
+// path it is exec'd by. Learned as a program after three quiet
 // commands, a program runs later commands without the library, and what
 // they start is neither traced nor listed: `sh -c 'echo step'` three times
 // left `sh -c 'cd sub && make'` and its whole build out of the index;
@@ -176,7 +177,8 @@ inline uint64_t LearnKey(const char* cwd, const char* exe, char* const* argv) {
 // `find` the `find -exec gcc`. Any other program is learned by its
 // commands only (the same arguments, twice quiet). Excluded on purpose:
 // shells and interpreters, env, nice, nohup, timeout, stdbuf, xargs, find,
-// make, tar (-z runs gzip), install (-s runs strip), awk (system()), git.
+// make, tar (-z runs gzip), install (-s runs strip), awk (system()), git,
+// ld and collect2 (an LTO link runs lto-wrapper, which runs gcc).
 // FNV-1a of a name (LeafProgram's, computed at compile time for its list).
 constexpr uint64_t NameHash(const char* s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -197,6 +199,9 @@ inline bool LeafProgram(const char* exe) {
     if (*p == '/') base = p + 1;
   switch (NameHash(base)) {
     case NameHash("["):
+    case NameHash("addr2line"):
+    case NameHash("ar"):
+    case NameHash("as"):
     case NameHash("b2sum"):
     case NameHash("base32"):
     case NameHash("base64"):
@@ -237,8 +242,8 @@ inline bool LeafProgram(const char* exe) {
     case NameHash("hostname"):
     case NameHash("iconv"):
     case NameHash("id"):
-    case NameHash("jq"):
     case NameHash("join"):
+    case NameHash("jq"):
     case NameHash("link"):
     case NameHash("ln"):
     case NameHash("ls"):
@@ -249,8 +254,11 @@ inline bool LeafProgram(const char* exe) {
     case NameHash("mktemp"):
     case NameHash("mv"):
     case NameHash("nl"):
+    case NameHash("nm"):
     case NameHash("nproc"):
     case NameHash("numfmt"):
+    case NameHash("objcopy"):
+    case NameHash("objdump"):
     case NameHash("od"):
     case NameHash("paste"):
     case NameHash("pathchk"):
@@ -258,6 +266,8 @@ inline bool LeafProgram(const char* exe) {
     case NameHash("printenv"):
     case NameHash("printf"):
     case NameHash("pwd"):
+    case NameHash("ranlib"):
+    case NameHash("readelf"):
     case NameHash("readlink"):
     case NameHash("realpath"):
     case NameHash("rm"):
@@ -270,10 +280,13 @@ inline bool LeafProgram(const char* exe) {
     case NameHash("sha384sum"):
     case NameHash("sha512sum"):
     case NameHash("shuf"):
+    case NameHash("size"):
     case NameHash("sleep"):
     case NameHash("sort"):
     case NameHash("split"):
     case NameHash("stat"):
+    case NameHash("strings"):
+    case NameHash("strip"):
     case NameHash("sum"):
     case NameHash("sync"):
     case NameHash("tac"):

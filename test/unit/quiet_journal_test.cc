@@ -141,6 +141,12 @@ TEST_CASE(
   CHECK(p != 0);
   CHECK(ProgramKey("/bin/sed") != p);
   CHECK(ProgramKey("/bin/sh") == 0);  // not a leaf: learned by its commands only
+  // A build's assembler is a leaf, learned as a program (gcc runs it once
+  // per object, with a new temporary file each time); the linker is not (an
+  // LTO link runs gcc).
+  CHECK(ProgramKey("/usr/bin/as") != 0);
+  CHECK(ProgramKey("/usr/bin/ld") == 0);
+  CHECK(ProgramKey("/usr/bin/collect2") == 0);
   CHECK(p != (LearnKey("", "/usr/bin/sed", nullptr) & ~kProgramStateMask));
   CHECK(kProgramLearnAt < kProgramQuiet);
   CHECK(kProgramQuiet < kProgramTrace);
