@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <wchar.h>
 
 #include <cstring>
 #include <optional>
@@ -269,8 +270,11 @@ GT_EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t 
 // answered when a whole word is buffered (something other than blanks,
 // then a blank: the newline a previous scanf left behind is not an answer,
 // the next one skips it and waits), and recorded otherwise: glibc's GNU entry points,
-// the ISO C99 ones and glibc 2.38's C23 ones. Not covered: wide-character
-// reads (fgetwc, fgetws, wscanf).
+// the ISO C99 ones and glibc 2.38's C23 ones. Wide-character reads
+// (fgetwc, getwc, fgetws, getwchar and their unlocked forms, what
+// libstdc++'s std::wcin calls) convert from the byte buffer into a wide one
+// and read only when both are short (HasWideChar, HasWideLine). Not covered:
+// the wscanf family.
 
 namespace gotrace {
 namespace {
@@ -315,6 +319,43 @@ GT_ALWAYS_INLINE bool HasWord(FILE* fp) {
   const char* stop = end - p > static_cast<ptrdiff_t>(kWordLook) ? p + kWordLook : end;
   while (p < stop && !Blank(*p)) ++p;
   return p < end;
+}
+
+// A wide-oriented stream's get area: the first two members of glibc's
+// struct _IO_wide_data (libio.h; public until 2.27, where the getwc macros
+// read them, so fixed by glibc's ABI).
+struct WideGetArea {
+  const wchar_t* read_ptr;
+  const wchar_t* read_end;
+};
+GT_ALWAYS_INLINE const WideGetArea* Wide(FILE* fp) {
+  return reinterpret_cast<const WideGetArea*>(__atomic_load_n(&fp->_wide_data, __ATOMIC_RELAXED));
+}
+GT_ALWAYS_INLINE size_t WideBuffered(const WideGetArea* w) {
+  if (w == nullptr) return 0;
+  return static_cast<size_t>(__atomic_load_n(&w->read_end, __ATOMIC_RELAXED) -
+                             __atomic_load_n(&w->read_ptr, __ATOMIC_RELAXED));
+}
+// Bytes that convert to a wide character without a read: a whole
+// multibyte character's worth (MB_LEN_MAX), or a newline after them (a
+// sequence cut there is an encoding error, not a read).
+constexpr size_t kMultibyteMax = 16;
+GT_ALWAYS_INLINE bool ConvertibleBytes(FILE* fp) {
+  const size_t have = Buffered(fp);
+  return have >= kMultibyteMax || (have != 0 && std::memchr(ReadPtr(fp), '\n', have) != nullptr);
+}
+// Whether a wide character is buffered, or its bytes are (fgetwc).
+GT_ALWAYS_INLINE bool HasWideChar(FILE* fp) {
+  return WideBuffered(Wide(fp)) != 0 || ConvertibleBytes(fp);
+}
+// Whether a line, or `max` wide characters, are buffered (fgetws: its
+// room): in the wide buffer, or its end in the bytes behind it.
+GT_ALWAYS_INLINE bool HasWideLine(FILE* fp, size_t max) {
+  const WideGetArea* w = Wide(fp);
+  const size_t have = WideBuffered(w);
+  if (have >= max) return true;
+  if (have != 0 && std::wmemchr(w->read_ptr, L'\n', have) != nullptr) return true;
+  return HasLine(fp, '\n', SIZE_MAX);
 }
 
 // A refill: a read of the stream's descriptor. Out of line: the hooks'
@@ -418,6 +459,58 @@ GT_EXPORT int __uflow(FILE* fp) {
 GT_EXPORT int __underflow(FILE* fp) {
   GT_IF_ANSWERED(__underflow, Buffered(fp) != 0, (fp));
   return GT_REFILL(fp, GT_REAL(__underflow)(fp));
+}
+
+// Wide characters.
+GT_EXPORT wint_t fgetwc(FILE* fp) {
+  GT_IF_ANSWERED(fgetwc, HasWideChar(fp), (fp));
+  return GT_REFILL(fp, GT_REAL(fgetwc)(fp));
+}
+GT_EXPORT wint_t getwc(FILE* fp) {
+  GT_IF_ANSWERED(getwc, HasWideChar(fp), (fp));
+  return GT_REFILL(fp, GT_REAL(getwc)(fp));
+}
+GT_EXPORT wint_t fgetwc_unlocked(FILE* fp) {
+  GT_IF_ANSWERED(fgetwc_unlocked, HasWideChar(fp), (fp));
+  return GT_REFILL(fp, GT_REAL(fgetwc_unlocked)(fp));
+}
+GT_EXPORT wint_t getwc_unlocked(FILE* fp) {
+  GT_IF_ANSWERED(getwc_unlocked, HasWideChar(fp), (fp));
+  return GT_REFILL(fp, GT_REAL(getwc_unlocked)(fp));
+}
+GT_EXPORT wint_t getwchar() {
+  GT_IF_ANSWERED(getwchar, HasWideChar(stdin), ());
+  return GT_REFILL(stdin, GT_REAL(getwchar)());
+}
+GT_EXPORT wint_t getwchar_unlocked() {
+  GT_IF_ANSWERED(getwchar_unlocked, HasWideChar(stdin), ());
+  return GT_REFILL(stdin, GT_REAL(getwchar_unlocked)());
+}
+GT_EXPORT wchar_t* fgetws(wchar_t* ws, int n, FILE* fp) {
+  GT_IF_ANSWERED(fgetws, HasWideLine(fp, FgetsRoom(n)), (ws, n, fp));
+  return GT_REFILL(fp, GT_REAL(fgetws)(ws, n, fp));
+}
+GT_EXPORT wchar_t* fgetws_unlocked(wchar_t* ws, int n, FILE* fp) {
+  GT_IF_ANSWERED(fgetws_unlocked, HasWideLine(fp, FgetsRoom(n)), (ws, n, fp));
+  return GT_REFILL(fp, GT_REAL(fgetws_unlocked)(ws, n, fp));
+}
+GT_EXPORT wchar_t* __fgetws_chk(wchar_t* ws, size_t room, int n, FILE* fp) {
+  GT_IF_ANSWERED(__fgetws_chk, HasWideLine(fp, FgetsRoom(n)), (ws, room, n, fp));
+  return GT_REFILL(fp, GT_REAL(__fgetws_chk)(ws, room, n, fp));
+}
+GT_EXPORT wchar_t* __fgetws_unlocked_chk(wchar_t* ws, size_t room, int n, FILE* fp) {
+  GT_IF_ANSWERED(__fgetws_unlocked_chk, HasWideLine(fp, FgetsRoom(n)), (ws, room, n, fp));
+  return GT_REFILL(fp, GT_REAL(__fgetws_unlocked_chk)(ws, room, n, fp));
+}
+// What programs built with glibc's old public libio.h call from their own
+// code (its getwc macros) when the wide buffer is empty.
+GT_EXPORT wint_t __wuflow(FILE* fp) {
+  GT_IF_ANSWERED(__wuflow, HasWideChar(fp), (fp));
+  return GT_REFILL(fp, GT_REAL(__wuflow)(fp));
+}
+GT_EXPORT wint_t __wunderflow(FILE* fp) {
+  GT_IF_ANSWERED(__wunderflow, HasWideChar(fp), (fp));
+  return GT_REFILL(fp, GT_REAL(__wunderflow)(fp));
 }
 
 // The scanf family: the variadic entry points go through their va_list

@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 // glibc's fortified entry points (declared in bits/*2.h only under
 // _FORTIFY_SOURCE); their exact prototypes.
@@ -63,6 +64,10 @@ char* __fgets_chk(char* s, size_t room, int n, FILE* fp);
 char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* fp);
 int __underflow(FILE* fp);
 int _IO_getc(FILE* fp);
+wchar_t* __fgetws_chk(wchar_t* ws, size_t room, int n, FILE* fp);
+wchar_t* __fgetws_unlocked_chk(wchar_t* ws, size_t room, int n, FILE* fp);
+wint_t __wuflow(FILE* fp);
+wint_t __wunderflow(FILE* fp);
 // The ISO C99 scanf family's va_list forms (<stdio.h> calls them vscanf and
 // vfscanf in C99 and later and in C++, and declares them under these names
 // only where it does not rename).
@@ -206,6 +211,18 @@ int __isoc23_vfscanf(FILE* fp, const char* format, va_list ap);
   X(getchar_unlocked, nullptr, false)                      \
   X(__uflow, nullptr, false)                               \
   X(__underflow, nullptr, false)                           \
+  X(fgetwc, nullptr, false)                                \
+  X(getwc, nullptr, false)                                 \
+  X(fgetwc_unlocked, nullptr, false)                       \
+  X(getwc_unlocked, nullptr, false)                        \
+  X(getwchar, nullptr, false)                              \
+  X(getwchar_unlocked, nullptr, false)                     \
+  X(fgetws, nullptr, false)                                \
+  X(fgetws_unlocked, nullptr, false)                       \
+  X(__fgetws_chk, nullptr, false)                          \
+  X(__fgetws_unlocked_chk, nullptr, false)                 \
+  X(__wuflow, nullptr, false)                              \
+  X(__wunderflow, nullptr, false)                          \
   X(vscanf, nullptr, false)                                \
   X(vfscanf, nullptr, false)                               \
   X(__isoc99_vscanf, nullptr, false)                       \

@@ -139,6 +139,27 @@ TEST_CASE("stdio reads waiting on an empty pipe: each entry point's wait, with i
   }
 }
 
+TEST_CASE("wide-character stdio reads waiting on an empty pipe: each entry point's wait",
+          "[syscalls]") {
+  TempDir dir;
+  ScenarioRun s = RunTraced({Scenario("stdio_wide")}, dir);
+  CHECK(s.plain.out ==
+        "l\xc3\xa9gne0 l\xc3\xa9gne1 l\xc3\xa9gne2 l\xc3\xa9gne3 l\xc3\xa9gne4 l\xc3\xa9gne5 "
+        "l\xc3\xa9gne6 l\xc3\xa9gne7 l\xc3\xa9gne8 l\xc3\xa9gne9 l\xc3\xa9gne10\n");
+  CHECK(s.traced.out == s.plain.out);
+  CHECK(s.parsed.Count("GoBlockNet") >= 11);
+  PprofResult p = Pprof(s.trace, "net");
+  INFO(p.error);
+  REQUIRE(p.ok);
+  for (const char* fn : {"read_with_fgetwc", "read_with_getwc", "read_with_fgetwc_unlocked",
+                         "read_with_getwc_unlocked", "read_with_fgetws",
+                         "read_with_fgetws_unlocked", "read_with_fgetws_chk", "read_with_wuflow",
+                         "read_with_getwchar", "read_with_getwchar_unlocked", "read_with_wcin"}) {
+    INFO(fn);
+    CHECK_THAT(p.traces, Catch::Contains(std::string(fn) + "\n"));  // not a longer name's start
+  }
+}
+
 // fscanf("%d") over 100,000 numbers on one line: only the calls that
 // refill the buffer (389 KB in 4 KiB reads) are reads for the tracer. When a
 // call counted as answered only with a whole line buffered, every one of
