@@ -839,7 +839,14 @@ GT_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags) {
 // rusage: the same system call with ours): a child that used
 // log::kBusyCpuNs may have run a learned command untraced, which the run
 // then traces again (NoteReapedBusy).
+// A wait that includes threads (__WALL, __WCLONE: a debugger's, strace -f's)
+// reaps its tracee's threads as they end, each by its thread id: recorded,
+// each was listed in the run's index as a process that left nothing of its
+// own. Such a wait records no child's end (a process it reaps says its own;
+// one killed before it recorded anything is not listed).
 namespace {
+GT_ALWAYS_INLINE bool ReapsThreads(int options) { return (options & (__WALL | __WCLONE)) != 0; }
+
 // A reaped child's CPU time, user and system, in microseconds.
 GT_ALWAYS_INLINE uint64_t CpuUs(const struct rusage& u) {
   return static_cast<uint64_t>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000 +
@@ -847,8 +854,10 @@ GT_ALWAYS_INLINE uint64_t CpuUs(const struct rusage& u) {
 }
 
 template <typename Call>
-pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* ru, Call call) {
+pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* ru, int options,
+                  Call call) {
   HookScope scope(kGroupIo);
+  const bool record_end = !ReapsThreads(options);
   int own = 0;
   int* st = status != nullptr ? status : &own;
   if (!scope.active()) {
@@ -861,7 +870,7 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* r
     const pid_t r = call(st, u);
     if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) {
       const int saved = errno;
-      RecordNestedChildExit(r, *st);
+      if (record_end) RecordNestedChildExit(r, *st);
       if (CpuUs(*u) >= log::kBusyCpuNs / 1000) NoteReapedBusy(r);
       errno = saved;
     }
@@ -875,7 +884,7 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* r
   const int saved = errno;
   rec.End();
   if (r > 0 && (WIFEXITED(*st) || WIFSIGNALED(*st))) {
-    RecordChildExit(scope, r, *st);
+    if (record_end) RecordChildExit(scope, r, *st);
     if (GT_UNLIKELY(CpuUs(*u) >= log::kBusyCpuNs / 1000)) NoteReapedBusy(r);
   }
   errno = saved;
@@ -885,7 +894,7 @@ pid_t OnChildWait(const void* frame, uint64_t obj, int* status, struct rusage* r
 
 GT_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   GT_OR_MISSING(waitpid, pid_t);
-  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, nullptr,
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, nullptr, options,
                      [&](int* st, struct rusage* u) {
                        auto w4 = GT_REAL(wait4);
                        return u != nullptr && w4 != nullptr ? w4(pid, st, options, u)
@@ -894,19 +903,19 @@ GT_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
 }
 GT_EXPORT pid_t wait(int* status) {
   GT_OR_MISSING(wait, pid_t);
-  return OnChildWait(GT_FRAME(), 0, status, nullptr, [&](int* st, struct rusage* u) {
+  return OnChildWait(GT_FRAME(), 0, status, nullptr, 0, [&](int* st, struct rusage* u) {
     auto w4 = GT_REAL(wait4);
     return u != nullptr && w4 != nullptr ? w4(-1, st, 0, u) : real_wait(st);
   });
 }
 GT_EXPORT pid_t wait3(int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait3, pid_t);
-  return OnChildWait(GT_FRAME(), 0, status, ru,
+  return OnChildWait(GT_FRAME(), 0, status, ru, options,
                      [&](int* st, struct rusage* u) { return real_wait3(st, options, u); });
 }
 GT_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* ru) {
   GT_OR_MISSING(wait4, pid_t);
-  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, ru,
+  return OnChildWait(GT_FRAME(), static_cast<uint64_t>(pid), status, ru, options,
                      [&](int* st, struct rusage* u) { return real_wait4(pid, st, options, u); });
 }
 GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
@@ -919,7 +928,8 @@ GT_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
   const int saved = errno;
   if (active) rec->End();
   // WNOWAIT leaves the child to be reaped later: that wait records it.
-  if (r == 0 && info != nullptr && info->si_pid > 0 && !(options & WNOWAIT)) {
+  if (r == 0 && info != nullptr && info->si_pid > 0 && !(options & WNOWAIT) &&
+      !ReapsThreads(options)) {
     int st = -1;
     if (info->si_code == CLD_EXITED) st = (info->si_status & 0xff) << 8;
     else if (info->si_code == CLD_KILLED) st = info->si_status & 0x7f;

@@ -489,6 +489,27 @@ TEST_CASE("a pipe reader's short waits keep it quiet, 10 ms of them make it wort
   CHECK(parsed.Count("GoBlockNet") >= 2);  // its reads of the pipe
 }
 
+// A debugger's wait loop (strace -f, gdb: waitpid(-1, __WALL)) reaps its
+// tracee's threads as they end, each by its thread id. Each was listed as a
+// process of the run that left nothing of its own: "6 processes ran",
+// "quiet: (fork) x4" for the debugger and its tracee (three threads and the
+// tracer's own).
+TEST_CASE("a debugger's reaping of its tracee's threads lists no process", "[run]") {
+  TempDir dir;
+  const ProcResult r = Wrap({"-o", dir.File("p.trace"), "--", Scenario("ptrace_threads")}, dir);
+  INFO(r.Describe() << "\n" << r.err);
+  REQUIRE(r.Exited(0));
+  if (r.out == "ptrace unavailable\n") {
+    WARN("SKIP: this system does not allow ptrace (PTRACE_TRACEME)");
+    return;
+  }
+  CHECK(r.out == "reaped at least 3 threads' ends; child exited with 0\n");
+  CHECK_THAT(r.err, Catch::Contains("2 processes ran: 2 traced, 0 quiet"));
+  const std::string index = Slurp(dir.File("p.trace.index.json"));
+  INFO(index);
+  CHECK(ForkRow(index).empty());  // no row without a command line
+}
+
 TEST_CASE("encode ahead: a process's trace is written once it ends, while the program still runs",
           "[run]") {
   TempDir dir;
