@@ -344,13 +344,20 @@ GT_ALWAYS_INLINE bool ConvertibleBytes(FILE* fp) {
   const size_t have = Buffered(fp);
   return have >= kMultibyteMax || (have != 0 && std::memchr(ReadPtr(fp), '\n', have) != nullptr);
 }
+// A byte-oriented stream (fwide < 0): a wide read fails without reading
+// (glibc's __wuflow returns WEOF), and a stream that can only be one
+// (glibc's string and cookie streams) has a poison value for _wide_data.
+GT_ALWAYS_INLINE bool ByteOriented(FILE* fp) {
+  return __atomic_load_n(&fp->_mode, __ATOMIC_RELAXED) < 0;
+}
 // Whether a wide character is buffered, or its bytes are (fgetwc).
 GT_ALWAYS_INLINE bool HasWideChar(FILE* fp) {
-  return WideBuffered(Wide(fp)) != 0 || ConvertibleBytes(fp);
+  return ByteOriented(fp) || WideBuffered(Wide(fp)) != 0 || ConvertibleBytes(fp);
 }
 // Whether a line, or `max` wide characters, are buffered (fgetws: its
 // room): in the wide buffer, or its end in the bytes behind it.
 GT_ALWAYS_INLINE bool HasWideLine(FILE* fp, size_t max) {
+  if (ByteOriented(fp)) return true;
   const WideGetArea* w = Wide(fp);
   const size_t have = WideBuffered(w);
   if (have >= max) return true;

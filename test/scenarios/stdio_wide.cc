@@ -9,7 +9,7 @@
 // the child for the next line, which comes 20 ms later (with a two-byte
 // character: the bytes convert in the C.UTF-8 locale), so every read finds
 // both of its stream's buffers empty and waits inside libc. Prints the
-// lines it read.
+// lines it read, then how a wide read of two byte-oriented streams ends.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +126,16 @@ int main() {
     std::printf("%s%ls", i ? " " : "", got);
   }
   std::printf("\n");
+  // A byte-only stream (glibc's fmemopen: a poison value for its wide data)
+  // and a narrow-oriented one: a wide read fails without reading.
+  char bytes[] = "abc\n";
+  FILE* m = fmemopen(bytes, 4, "r");
+  FILE* narrow = fdopen(dup(0), "r");
+  if (m == nullptr || narrow == nullptr || fwide(narrow, -1) >= 0) return 2;
+  std::printf("byte streams: %s %s\n", gt_wuflow(m) == WEOF ? "WEOF" : "char",
+              fgetwc(narrow) == WEOF ? "WEOF" : "char");
+  fclose(m);
+  fclose(narrow);
   int st = 0;
   waitpid(w, &st, 0);
   fclose(f);

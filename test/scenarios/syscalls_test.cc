@@ -145,7 +145,8 @@ TEST_CASE("wide-character stdio reads waiting on an empty pipe: each entry point
   ScenarioRun s = RunTraced({Scenario("stdio_wide")}, dir);
   CHECK(s.plain.out ==
         "l\xc3\xa9gne0 l\xc3\xa9gne1 l\xc3\xa9gne2 l\xc3\xa9gne3 l\xc3\xa9gne4 l\xc3\xa9gne5 "
-        "l\xc3\xa9gne6 l\xc3\xa9gne7 l\xc3\xa9gne8 l\xc3\xa9gne9 l\xc3\xa9gne10\n");
+        "l\xc3\xa9gne6 l\xc3\xa9gne7 l\xc3\xa9gne8 l\xc3\xa9gne9 l\xc3\xa9gne10\n"
+        "byte streams: WEOF WEOF\n");
   CHECK(s.traced.out == s.plain.out);
   CHECK(s.parsed.Count("GoBlockNet") >= 11);
   PprofResult p = Pprof(s.trace, "net");
