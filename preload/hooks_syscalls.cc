@@ -1172,9 +1172,14 @@ GT_EXPORT int dup3(int fd, int to, int flags) {
 // Redirections of stderr inside glibc, which no dup2 hook sees: daemon(3)
 // points 0 to 2 at /dev/null (noclose 0), freopen(..., stderr) reopens it.
 // Our copy of stderr held the caller's pipe as dup2 did (StderrGone).
+// daemon(3)'s parent ends inside it, by glibc's own _exit: in its fork
+// (AtForkParent, lifecycle.cc). Only the child, or a parent whose fork
+// failed, returns here.
 GT_EXPORT int daemon(int nochdir, int noclose) {
   GT_OR_MISSING(daemon, int);
+  g.daemon_pending.store(true, std::memory_order_relaxed);
   const int r = real_daemon(nochdir, noclose);
+  g.daemon_pending.store(false, std::memory_order_relaxed);
   if (r == 0 && noclose == 0) StderrGone();
   return r;
 }

@@ -2249,12 +2249,30 @@ void AtExit() { Finalize(false); }
 // the lookups per command; made once here, every child has them.
 void BeforeFork() {
   NoteMadeChild();
-  if (g.forked_once) return;
-  g.forked_once = true;
-  TracerScope tracer;
+  if (!g.forked_once) {
+    g.forked_once = true;
+    TracerScope tracer;
+    ErrnoGuard errno_guard;
+    real::ResolveRest();
+    fdclass::WipeOnFork();
+  }
+  // daemon(3)'s fork: AtForkParent tells from errno whether it made the
+  // child (ours is the last prepare handler to run: registered first).
+  if (GT_UNLIKELY(g.daemon_pending.load(std::memory_order_relaxed))) errno = 0;
+}
+
+// Problem: glibc's daemon(3) ends its parent with its own _exit(0), right
+// after its fork, where no hook sees it: with GOTRACE_OUT alone that
+// process left its event log and no trace, silently, and tracewrap took the
+// log for a Go program's ("ended by a raw exit_group system call"). The
+// parent ends here instead, its status 0, once the fork made the child: glibc
+// runs the parent's handlers when the fork fails too (errno set; daemon then
+// returns -1 and the program goes on).
+void AtForkParent() {
+  if (GT_LIKELY(!g.daemon_pending.load(std::memory_order_relaxed)) || errno != 0) return;
   ErrnoGuard errno_guard;
-  real::ResolveRest();
-  fdclass::WipeOnFork();
+  SetExitStatus(0);
+  FinishProcess();
 }
 
 // A fork child's identity, a process of its own (a recording parent's
@@ -2596,7 +2614,7 @@ __attribute__((constructor(101))) void Init(int argc, char** argv, char**) {
   // at_quick_exit handlers and static destructors (H26).
   atexit(AtExit);
   at_quick_exit(AtExit);
-  pthread_atfork(nullptr, nullptr, AtForkChild);
+  pthread_atfork(nullptr, AtForkParent, AtForkChild);
   if (g.config.crash) InstallCrashHandlers();
   // No flusher yet: it starts with the program's second thread
   // (MaybeStartFlusher).

@@ -699,6 +699,31 @@ TEST_CASE("a daemon that closes every descriptor, dup2s over them and chdirs", "
   CHECK(ParseWithGo(dir.File("rel.trace")).ok);
 }
 
+// glibc's daemon(3) ends its parent with its own _exit, past every hook:
+// with GOTRACE_OUT alone that process left its event log and no trace, and
+// said nothing.
+TEST_CASE("daemon(3): the parent glibc ends inside it writes its trace", "[lifecycle]") {
+  TempDir dir;
+  const std::string marker = dir.File("marker");
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("d.trace"),
+           "GOTRACE_SCHED=infer"};
+  const ProcResult r = RunProcess({Scenario("daemonize"), "daemon3", marker}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(0));
+  CHECK_THAT(r.err, Catch::Contains("gotrace: wrote"));
+  CHECK_FALSE(fs::exists(dir.File("d.trace.gtlog")));
+  const ParsedTrace t = ParseWithGo(dir.File("d.trace"));
+  INFO(t.error);
+  CHECK(t.ok);
+  // The daemon makes its marker 2 s later, then writes its own trace.
+  for (int i = 0; i < 80 && (!fs::exists(marker) || !FilesEnding(dir.path(), ".gtlog").empty());
+       ++i) {
+    usleep(100 * 1000);
+  }
+  CHECK(fs::exists(marker));
+}
+
 TEST_CASE("failed execs: tracing continues, no descriptor left behind", "[lifecycle]") {
   TempDir dir;
   ScenarioRun s = RunTraced({Lifecycle(), "exec-fail"}, dir);
