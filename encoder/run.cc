@@ -583,12 +583,25 @@ void ForwardSent(int sig, siginfo_t* info, void*) {
 // shell sees the job stopped; a CONT that resumes us resumes the program.
 // (The program kept running while tracewrap was stopped.) A stop signal
 // the program gets twice (a group's and ours) is harmless: a CONT discards
-// the stop signals still pending.
+// the stop signals still pending. We stop by the same signal, its default
+// action for the moment, as the program untraced would have: stopped by
+// SIGSTOP instead, the shell said "Stopped (signal)" and `wait` returned 147
+// where 148 was due. Once continued, the handler is back.
 void ForwardStop(int sig, siginfo_t* info, void*) {
   const int saved = errno;
   if (info != nullptr && info->si_code <= 0 && g_child > 0) kill(g_child, sig);
-  kill(getpid(), SIGSTOP);
-  errno = saved;
+  struct sigaction dfl {
+  }, mine{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, &mine);
+  sigset_t just;
+  sigemptyset(&just);
+  sigaddset(&just, sig);
+  raise(sig);                                // pending: blocked while its handler runs
+  sigprocmask(SIG_UNBLOCK, &just, nullptr);  // stops here (an orphaned group discards it)
+  sigaction(sig, &mine, nullptr);
+  errno = saved;  // (returning restores the handler's mask: the signal blocked again)
 }
 
 uint64_t NowNs() {

@@ -585,6 +585,17 @@ TEST_CASE("tracewrap: a SIGKILL or TSTP of its pid alone reaches the program", "
                "kill -CONT $tw; wait $tw; echo status $?");
   INFO(s.Describe() << "\n" << s.out << s.err);
   CHECK(s.out == "T T\ndone\nstatus 0\n");
+  // Stopped by TSTP as the program would have been, twice: tracewrap
+  // stopped itself with STOP, and a shell with job control said "Stopped
+  // (signal)", its `wait` 147 where 148 was due.
+  const ProcResult t = Script(
+      dir, "set -m; " + tw + " -q -o " + dir.File("t.trace") +
+               " -- sh -c 'i=0; while [ $i -lt 12 ]; do i=$((i+1)); sleep 0.1; done; echo done' "
+               "& tw=$!; sleep 0.3; kill -TSTP $tw; wait $tw; echo stop $?; "
+               "kill -CONT $tw; sleep 0.2; kill -TSTP $tw; wait $tw; echo stop $?; "
+               "kill -CONT $tw; wait $tw; echo status $?");
+  INFO(t.Describe() << "\n" << t.out << t.err);
+  CHECK(t.out == "stop 148\nstop 148\ndone\nstatus 0\n");
 }
 
 // With %e in -o the index is named after the program tracewrap started
