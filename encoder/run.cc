@@ -456,7 +456,16 @@ std::string FileCaps(const std::string& path) {
 // This program's ELF header.
 extern "C" const char __ehdr_start[] __attribute__((visibility("hidden")));
 
-void CheckProgram(const std::string& path, bool force) {
+// A program LD_PRELOAD cannot reach: refused (status 2) with `reason` and
+// what to do instead; with --force it runs untraced, and one line says why
+// (the run's end then says no trace was written, "a line above says why").
+void Unreachable(const std::string& reason, const std::string& remedy, bool force, bool quiet) {
+  if (!force)
+    Die(2, reason + (remedy.empty() ? "" : "; " + remedy) + " (or use --force to run it untraced)");
+  if (!quiet) std::fprintf(stderr, "%s: %s; it runs untraced (--force)\n", g_prog, reason.c_str());
+}
+
+void CheckProgram(const std::string& path, bool force, bool quiet) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) Die(127, path + ": no such file or directory");
@@ -464,7 +473,6 @@ void CheckProgram(const std::string& path, bool force) {
   }
   if (S_ISDIR(st.st_mode)) Die(126, path + ": is a directory");
   if (access(path.c_str(), X_OK) != 0) Die(126, path + ": permission denied");
-  if (force) return;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;  // exec says what is wrong, as the shell would
   unsigned char magic[4] = {};
@@ -486,16 +494,22 @@ void CheckProgram(const std::string& path, bool force) {
     if (ident[EI_CLASS] != ours[EI_CLASS] || ident[EI_DATA] != ours[EI_DATA] ||
         std::memcmp(ident + 18, ours + 18, 2) != 0) {  // e_machine
       close(fd);
-      Die(2, path + " is " + (ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "another machine's") +
-                 " program: LD_PRELOAD cannot load this libgotrace.so into it, so it cannot be "
-                 "traced (or use --force to run it untraced)");
+      Unreachable(
+          path + " is " + (ident[EI_CLASS] == ELFCLASS32 ? "a 32-bit" : "another machine's") +
+              " program: LD_PRELOAD cannot load this libgotrace.so into it, so it cannot be "
+              "traced",
+          "", force, quiet);
+      return;
     }
   }
   // H28: without PT_INTERP no dynamic loader runs and LD_PRELOAD is ignored.
   if (elf && ElfHasInterp(fd) == 0) {
     close(fd);
-    Die(2, path + " is statically linked: LD_PRELOAD cannot load libgotrace.so into it, so it "
-                  "cannot be traced; link it dynamically (or use --force to run it untraced)");
+    Unreachable(path +
+                    " is statically linked: LD_PRELOAD cannot load libgotrace.so into it, so it "
+                    "cannot be traced",
+                "link it dynamically", force, quiet);
+    return;
   }
   close(fd);
   // H29: set-id and file capabilities put ld.so in secure-execution mode,
@@ -510,18 +524,26 @@ void CheckProgram(const std::string& path, bool force) {
       (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && st.st_gid != getgid();
   const bool root = getuid() == 0 && geteuid() == 0;
   if (changes_uid) {
-    Die(2, path + " is setuid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
-                  "so it cannot be traced; trace a copy without the setuid bit (or use --force to run it untraced)");
+    Unreachable(path +
+                    " is setuid: the dynamic loader ignores LD_PRELOAD for it (secure-execution "
+                    "mode), so it cannot be traced",
+                "trace a copy without the setuid bit", force, quiet);
+    return;
   }
   if (changes_gid) {
-    Die(2, path + " is setgid: the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), "
-                  "so it cannot be traced; trace a copy without the setgid bit (or use --force to run it untraced)");
+    Unreachable(path +
+                    " is setgid: the dynamic loader ignores LD_PRELOAD for it (secure-execution "
+                    "mode), so it cannot be traced",
+                "trace a copy without the setgid bit", force, quiet);
+    return;
   }
   const std::string caps = root ? std::string() : FileCaps(path);
   if (!caps.empty()) {
-    Die(2, path + " has file capabilities (" + caps +
-               "): the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), so it cannot "
-               "be traced; trace a copy without them (or use --force to run it untraced)");
+    Unreachable(
+        path + " has file capabilities (" + caps +
+            "): the dynamic loader ignores LD_PRELOAD for it (secure-execution mode), so it "
+            "cannot be traced",
+        "trace a copy without them", force, quiet);
   }
 }
 
@@ -1019,7 +1041,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   const std::string lib = FindLibrary();
   const std::string name = argv[first];
   const std::string path = FindProgram(name);
-  CheckProgram(path, o.force);
+  CheckProgram(path, o.force, o.quiet);
 
   if (!o.out.empty()) setenv("GOTRACE_OUT", o.out.c_str(), 1);
   if (!o.unwind.empty()) setenv("GOTRACE_UNWIND", o.unwind.c_str(), 1);

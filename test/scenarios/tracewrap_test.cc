@@ -1184,9 +1184,15 @@ TEST_CASE("tracewrap: static programs are refused (H28)", "[tracewrap]") {
     CHECK(r.out.empty());  // refused before running
     // --force runs it anyway (untraced: no library ever loads).
     const ProcResult f = Wrap({"--force", "-o", dir.File("x.trace"), hello}, dir);
+    INFO(f.err);
     CHECK(f.Exited(0));
     CHECK(f.out == "hello\n");
     CHECK_FALSE(fs::exists(dir.File("x.trace")));
+    // One line says why no trace comes (the end's "a line above says why"
+    // pointed at none).
+    CHECK_THAT(f.err, Catch::Contains(hello + " is statically linked: LD_PRELOAD cannot load "
+                                              "libgotrace.so into it, so it cannot be traced; it "
+                                              "runs untraced (--force)"));
   }
   // A dynamic build of the same program is not refused (PT_INTERP found).
   const std::string dyn = CompileHello(dir, "hello-dynamic", {"-fPIE"});
