@@ -517,6 +517,14 @@ bool Open(const Config& config, bool stack_copies, bool startup, const char** wh
       if (config.cpu_hz > 0) chains(0);
       fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
     }
+    if (fd == -EOVERFLOW && c == 0 && (a.sample_type & PERF_SAMPLE_CALLCHAIN) != 0 &&
+        a.sample_max_stack != 0) {
+      // GOTRACE_DEPTH above the kernel's kernel.perf_event_max_stack (127
+      // by default; our limit is 128): the kernel's limit (max_stack 0).
+      // Refused, exact scheduling was off with a wrong reason.
+      chains(0);
+      fd = PerfEventOpen(&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+    }
     if (fd == -ENODEV || fd == -ENXIO) continue;  // an offline CPU
     if (fd < 0) {
       *err = static_cast<int>(-fd);
