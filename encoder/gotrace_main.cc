@@ -311,6 +311,7 @@ int CmdDump(int argc, char** argv) {
           std::printf("ProcessInfo ppid=%" PRIu64 " flags=%" PRIu64 " exe=%s argv=", p.ppid, p.flags,
                       p.exe.c_str());
           for (const auto& a : p.argv) std::printf("[%s]", a.c_str());
+          if (p.began_ns != 0) std::printf(" began=%" PRIu64, p.began_ns);
           std::printf("\n");
           break;
         }

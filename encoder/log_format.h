@@ -142,7 +142,7 @@
 //   kThreadName    (var) serial name_len name
 //       The kernel name of a thread (pthread_setname_np, prctl, or read at
 //       its end): serial 0 means the stream the record is in.
-//   kProcessInfo   (var) ppid flags exe_len exe argc {len arg}...
+//   kProcessInfo   (var) ppid flags exe_len exe argc {len arg}... [began_ns]
 //       Who this process is, for run indexes (process stream, once).
 //   kThreadCpu     (var) serial ns
 //       The CPU time the kernel counted for the thread of stream `serial`,

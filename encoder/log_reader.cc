@@ -150,6 +150,8 @@ bool ParseProcessInfo(const Record& r, ProcessInfoFields* out) {
   out->argv.resize(argc);
   for (auto& a : out->argv)
     if (!GetString(&p, end, &a)) return false;
+  out->began_ns = 0;
+  if (p != end && !GetUvarint(&p, end, &out->began_ns)) return false;
   return p == end;
 }
 

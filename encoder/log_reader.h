@@ -74,7 +74,12 @@ struct ModuleLoadFields { uint32_t epoch; uint64_t bias, lo, hi; std::string pat
 struct ModuleUnloadFields { uint32_t epoch; uint64_t lo, hi; };
 struct TraceEndFields { uint64_t dropped_records, dropped_chunks, chunks_before; };
 struct ThreadNameFields { uint32_t serial; std::string name; };
-struct ProcessInfoFields { uint64_t ppid, flags; std::string exe; std::vector<std::string> argv; };
+struct ProcessInfoFields {
+  uint64_t ppid, flags;
+  std::string exe;
+  std::vector<std::string> argv;
+  uint64_t began_ns = 0;  // when the process began, if before its log (a window's); 0: unsaid
+};
 struct SchedInfoFields { uint64_t source, cpu_hz; std::string why; };
 struct ThreadCpuFields { uint32_t serial; uint64_t ns; };
 bool ParseThreadCpu(const Record& r, ThreadCpuFields* out);

@@ -97,6 +97,9 @@ Status SummarizeLog(const std::string& path, uint64_t block_threshold_ns, LogSum
             out->exe = std::move(pi.exe);
             out->descendant = (pi.flags & 1) != 0;
             if (pi.ppid != 0) out->ppid = static_cast<uint32_t>(pi.ppid);
+            // A trace window's log starts with the window: the process
+            // began before (the index's start and duration are its own).
+            if (pi.began_ns != 0 && pi.began_ns < out->start_ns) out->start_ns = pi.began_ns;
           }
           break;
         }

@@ -226,11 +226,14 @@ class ChunkWriter {
   // argv holds argc strings; the total is cut at kMaxArgvBytes.
   static constexpr size_t kMaxArgvBytes = 4096;
   static constexpr size_t ProcessInfoBound() {
-    return 4 * kMaxVarintBytes + StringBound(kMaxStringBytes) + kMaxArgvBytes +
+    return 5 * kMaxVarintBytes + StringBound(kMaxStringBytes) + kMaxArgvBytes +
            kMaxVarintBytes * 64;
   }
+  // began_ns: when the process began (CLOCK_MONOTONIC), if before this
+  // log's start (a trace window's log); 0: not written.
   void ProcessInfo(Tick ts, uint32_t cpu, uint64_t ppid, uint64_t flags, std::string_view exe,
-                   const char* const* argv, size_t argc, uint8_t* scratch /* ProcessInfoBound() */) {
+                   const char* const* argv, size_t argc, uint8_t* scratch /* ProcessInfoBound() */,
+                   uint64_t began_ns = 0) {
     uint8_t* b = PutUvarint(scratch, ppid);
     b = PutUvarint(b, flags);
     b = PutString(b, exe);
@@ -249,6 +252,7 @@ class ChunkWriter {
       std::memcpy(b, argv[i], len);
       b += len;
     }
+    if (began_ns != 0) b = PutUvarint(b, began_ns);
     PutVar(kProcessInfo, ts, cpu, scratch, static_cast<size_t>(b - scratch));
   }
   // Annotations. Room: VarRecordBound(AnnotationBound(a.size(), b.size())).

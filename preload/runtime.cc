@@ -1541,8 +1541,10 @@ void internal::WriteProcessInfoLocked(int argc, char** argv) {
   if (!ProcWriter().Fits(kNeed)) return;
   // Its parent when it began (see WriteHeader), getppid's only if unknown.
   const uint64_t ppid = g.ppid != 0 ? g.ppid : static_cast<uint64_t>(sys::GetPPid());
+  // A trace window's log: when the process began, for the run's index.
+  const uint64_t began = g.began_ns != 0 && g.began_ns < g.start_ns ? g.began_ns : 0;
   ProcWriter().ProcessInfo(sys::Ticks(), 0, ppid, g.descendant ? 1 : 0, exe, argv,
-                           static_cast<size_t>(argc), scratch);
+                           static_cast<size_t>(argc), scratch, began);
   ProcCommit();
   g.info_log_gen = g.log_gen;
 }

@@ -1099,14 +1099,19 @@ TEST_CASE("windows: a worker that gave up root: root reaches it, the index lists
 // blocked in accept) that ends with it holds no events of its own: the
 // worker took its log for a quiet process's and removed it, and the
 // launcher would have called it quiet too. The window was lost.
+// Its row's start and duration are the worker's, not its window's: they
+// were the last window's (a process that ended recording has a window's log).
 TEST_CASE("windows: a window open when an idle worker ends is its trace", "[windows][run]") {
   TempDir dir;
   const std::vector<std::string> env = PrivateRuntimeDir(dir);
   const PausedPython run = StartPausedPython(dir, env, "i.trace", kIdleWorkerPy);
   Service& wrap = *run.wrap;
   const std::vector<pid_t> worker = {run.worker};
+  const auto t0 = std::chrono::steady_clock::now();  // the worker runs
+  std::this_thread::sleep_for(400ms);
   REQUIRE(Ctl(worker[0], "start", env).Exited(0));
   std::this_thread::sleep_for(200ms);
+  const auto lived = std::chrono::steady_clock::now() - t0;  // at least: it ends after this
   const int status = wrap.Finish();
   INFO(wrap.Err());
   CHECK(WIFEXITED(status));
@@ -1114,9 +1119,13 @@ TEST_CASE("windows: a window open when an idle worker ends is its trace", "[wind
   CHECK(ValidateTrace(w1).empty());
   const std::string index = Slurp(dir.File("i.trace.index.json"));
   INFO(index);
-  CHECK_THAT(EntryOfPid(index, worker[0]),
-             Catch::Contains("\"trace\": \"i.trace." + std::to_string(worker[0]) + ".w1\"") &&
-                 Catch::Contains("\"quiet\": false"));
+  const std::string row = EntryOfPid(index, worker[0]);
+  CHECK_THAT(row, Catch::Contains("\"trace\": \"i.trace." + std::to_string(worker[0]) + ".w1\"") &&
+                      Catch::Contains("\"quiet\": false"));
+  const size_t at = row.find("\"duration_ns\": ");
+  REQUIRE(at != std::string::npos);
+  const long long duration = std::atoll(row.c_str() + at + 15);
+  CHECK(duration >= std::chrono::duration_cast<std::chrono::nanoseconds>(lived).count());
 }
 
 // The run's end looks for the traces its processes wrote themselves (and
