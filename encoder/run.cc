@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -113,6 +114,20 @@ constexpr const char* kUsage =
 [[noreturn]] void Die(int code, const std::string& msg) {
   std::fprintf(stderr, "%s: %s\n", g_prog, msg.c_str());
   std::exit(code);
+}
+
+// A switch in the environment, as the library reads its own (1 or 0,
+// yes/no, true/false, on/off): false when unset or empty; anything else
+// says so in one line and is false.
+bool EnvSwitch(const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  std::string w(v);
+  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (w == "1" || w == "yes" || w == "true" || w == "on") return true;
+  if (w != "0" && w != "no" && w != "false" && w != "off")
+    std::fprintf(stderr, "%s: ignoring %s='%s': expected 1 or 0\n", g_prog, name, v);
+  return false;
 }
 
 std::string Dir(const std::string& p) {
@@ -1212,8 +1227,7 @@ int RunMain(int argc, char** argv, const char* prog_name, FinishFn finish, Resol
   // traced again in this run. Without it (--every-process, or it cannot be
   // made) every process is traced.
   const std::string learn = marker + log::kLearnSuffix;
-  const char* every_env = getenv("GOTRACE_EVERY_PROCESS");
-  const bool every = o.every_process || (every_env != nullptr && every_env[0] != '\0' && every_env[0] != '0');
+  const bool every = o.every_process || EnvSwitch("GOTRACE_EVERY_PROCESS");
   if (staging && !every) {
     const int lfd = open(learn.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (lfd >= 0) {

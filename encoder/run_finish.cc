@@ -1189,7 +1189,12 @@ void FinishAhead(const GotraceFinishRequest& req, const int* stop, int wake_fd) 
   if (const char* v = std::getenv("GOTRACE_ENCODE_AHEAD"); v != nullptr && *v != '\0') {
     char* end = nullptr;
     const unsigned long long mb = std::strtoull(v, &end, 10);
-    if (end != v && *end == '\0' && mb <= (uint64_t{1} << 30)) backlog_limit = mb << 20;
+    if (end != v && *end == '\0' && mb <= (uint64_t{1} << 30)) {
+      backlog_limit = mb << 20;
+    } else {
+      std::fprintf(stderr, "%s: ignoring GOTRACE_ENCODE_AHEAD='%s': expected a number of MiB\n",
+                   req.prog_name != nullptr ? req.prog_name : "tracewrap", v);
+    }
   }
   if (backlog_limit == 0) return;
   // Not in a short run: closing an inotify instance waits for the kernel's

@@ -19,7 +19,31 @@ void Invalid(const char* var, const char* value, const char* expected) {
   sys::Log(l.c_str());
 }
 
-bool Truthy(const char* v) { return v[0] != '\0' && !sys::StrEq(v, "0"); }
+// Whether v is `word`, ignoring ASCII case.
+bool WordIs(const char* v, const char* word) {
+  for (; *word != '\0'; ++v, ++word) {
+    const char c = *v >= 'A' && *v <= 'Z' ? static_cast<char>(*v - 'A' + 'a') : *v;
+    if (c != *word) return false;
+  }
+  return *v == '\0';
+}
+
+// A switch variable: 1 or 0 (yes/no, true/false, on/off alike, in any
+// case). An empty value leaves the default; anything else prints one line
+// and leaves it too (GOTRACE_DISABLE=x disabled tracing, silently).
+void Switch(const char* name, bool* out) {
+  const char* v = Var(name);
+  if (v == nullptr || *v == '\0') return;
+  if (sys::StrEq(v, "1") || WordIs(v, "yes") || WordIs(v, "true") || WordIs(v, "on")) {
+    *out = true;
+  } else if (sys::StrEq(v, "0") || WordIs(v, "no") || WordIs(v, "false") || WordIs(v, "off")) {
+    *out = false;
+  } else {
+    char full[64];
+    sys::Line(full, sizeof full).Str("GOTRACE_").Str(name);
+    Invalid(full, v, "1 or 0");
+  }
+}
 
 // Matches the comma-separated list item [s, e) against a name.
 bool ItemIs(const char* s, const char* e, const char* name) {
@@ -72,9 +96,11 @@ void ReadConfig(Config* c) {
   }
   ReadVars();
   const char* v;
-  if ((v = Var("DISABLE")) && Truthy(v)) c->enabled = false;
-  if ((v = Var("QUIET"))) c->quiet = Truthy(v);
-  if ((v = Var("KEEP_LOG"))) c->keep_log = Truthy(v);
+  bool disable = false;
+  Switch("DISABLE", &disable);
+  if (disable) c->enabled = false;
+  Switch("QUIET", &c->quiet);
+  Switch("KEEP_LOG", &c->keep_log);
   if ((v = Var("DEFER")) && *v) {
     const size_t n = sys::StrLen(v);
     if (v[0] == '/' && n < sizeof c->defer_path) {
@@ -97,9 +123,9 @@ void ReadConfig(Config* c) {
       Invalid("GOTRACE_LOG_DIR", v, "the absolute path of the launcher's log directory");
     }
   }
-  if ((v = Var("FOLLOW")) && *v) c->follow = Truthy(v);
-  if ((v = Var("STAGE")) && *v) c->stage = Truthy(v);
-  if ((v = Var("CRASH")) && *v) c->crash = Truthy(v);
+  Switch("FOLLOW", &c->follow);
+  Switch("STAGE", &c->stage);
+  Switch("CRASH", &c->crash);
   if ((v = Var("FLUSH_MS")) && *v) {
     uint64_t ms;
     if (sys::ParseU64(v, &ms) && ms <= 3'600'000) c->flush_ms = static_cast<uint32_t>(ms);
@@ -215,8 +241,9 @@ void ReadConfig(Config* c) {
   }
   // A paused process is only ever started through its control channel, and
   // a flight recorder is read through it (snapshot).
-  c->control = c->start_paused || c->flight;
-  if ((v = Var("CTL")) && *v) c->control = c->start_paused || c->flight || Truthy(v);
+  bool ctl = false;
+  Switch("CTL", &ctl);
+  c->control = c->start_paused || c->flight || ctl;
   if ((v = Var("OUT")) && *v) {
     const size_t n = sys::StrLen(v);
     if (n < sizeof c->out_template) {

@@ -741,6 +741,30 @@ TEST_CASE("failed execs: tracing continues, no descriptor left behind", "[lifecy
   CHECK(CheckAllTraces(dir) == 2);
 }
 
+// Switches take 1 or 0 (yes/no, true/false, on/off): anything else was
+// taken as 1, silently (GOTRACE_DISABLE=x turned tracing off).
+TEST_CASE("a switch variable with a value that is no switch: one line, the default",
+          "[lifecycle]") {
+  TempDir dir;
+  ProcOptions o;
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("s.trace"), "GOTRACE_DISABLE=x",
+           "GOTRACE_KEEP_LOG=maybe"};
+  const ProcResult r = RunProcess({Lifecycle(), "exit-return"}, o);
+  INFO(r.Describe() << "\n" << r.err);
+  CHECK(r.Exited(3));
+  CHECK_THAT(r.err, Catch::Contains("ignoring GOTRACE_DISABLE='x': expected 1 or 0"));
+  CHECK_THAT(r.err, Catch::Contains("ignoring GOTRACE_KEEP_LOG='maybe': expected 1 or 0"));
+  CHECK(ParseWithGo(dir.File("s.trace")).ok);        // traced
+  CHECK(FilesEnding(dir.path(), ".gtlog").empty());  // the log not kept
+  // The words: GOTRACE_QUIET=Yes is 1, no line at all.
+  o.env = {"LD_PRELOAD=" + PreloadLib(), "GOTRACE_OUT=" + dir.File("q.trace"), "GOTRACE_QUIET=Yes"};
+  const ProcResult q = RunProcess({Lifecycle(), "exit-return"}, o);
+  INFO(q.err);
+  CHECK(q.Exited(3));
+  CHECK(TracerLines(q.err).empty());
+  CHECK(ParseWithGo(dir.File("q.trace")).ok);
+}
+
 TEST_CASE("an unwritable output directory: one line, the program runs", "[lifecycle]") {
   TempDir dir;
   ProcOptions o;
