@@ -993,10 +993,21 @@ int FinishRun(const GotraceFinishRequest& req) {
         list += ", ... (" + std::to_string(window_files.size()) + " in all)";
       std::fprintf(stderr, "%s: the run's trace windows: %s\n", prog, list.c_str());
     };
+    const auto ended_paused =
+        std::count_if(items.begin(), items.end(), [](const Item& it) { return it.paused; });
     auto say_no_trace = [&] {
       if (traces != 0 || empty_killed != 0 || running != 0 || unwritten != 0 ||
           !window_files.empty())
         return;
+      if (ended_paused != 0) {
+        // (Paused processes recorded nothing but windows, and none was
+        // opened: "recorded nothing ... a line above says why" misled.)
+        std::fprintf(stderr,
+                     "%s: no trace was written: the run's processes were paused and no trace "
+                     "window was opened (gotrace ctl PID start, or --signal, opens one)\n",
+                     prog);
+        return;
+      }
       std::fprintf(stderr,
                    "%s: no trace was written to %s/%s*: the tracer recorded nothing (a line above "
                    "says why if it turned itself off; or the program ran another with LD_PRELOAD "
@@ -1012,10 +1023,12 @@ int FinishRun(const GotraceFinishRequest& req) {
         return a->stats.events > b->stats.events;
       });
       std::string not_traced;
-      if (const auto n =
-              std::count_if(items.begin(), items.end(), [](const Item& it) { return it.paused; });
-          n > 0)
-        not_traced = ", " + std::to_string(n) + " ended paused (their trace windows are below)";
+      if (ended_paused > 0) {
+        not_traced = ", " + std::to_string(ended_paused) + " ended paused (" +
+                     (window_files.empty() ? "no trace window was opened"
+                                           : "their trace windows are below") +
+                     ")";
+      }
       if (!skipped_items.empty())
         not_traced += ", " + std::to_string(skipped_items.size()) +
                       " not traced (learned quiet earlier in the run; --every-process traces them)";

@@ -254,6 +254,16 @@ TEST_CASE("tracewrap --paused: the end names the windows, the index lists the pr
   CHECK(n.Exited(0));
   CHECK_THAT(n.err, Catch::Contains("the program started paused and no trace window was opened"));
   CHECK_THAT(n.err, !Catch::Contains("recorded nothing"));
+  // Nor with several processes: the table said their windows were below,
+  // with none below, then that the tracer recorded nothing.
+  const ProcResult m =
+      Wrap({"--paused", "-o", dir.File("m.trace"), "--", "/bin/sh", "-c", "sleep 0.1; true"}, dir);
+  INFO(m.err);
+  CHECK(m.Exited(0));
+  CHECK_THAT(m.err, Catch::Contains("2 ended paused (no trace window was opened)"));
+  CHECK_THAT(m.err,
+             Catch::Contains("the run's processes were paused and no trace window was opened"));
+  CHECK_THAT(m.err, !Catch::Contains("recorded nothing") && !Catch::Contains("windows are below"));
 }
 
 TEST_CASE("tracewrap --paused: gotrace ctl on tracewrap's pid talks to its program",
