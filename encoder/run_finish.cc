@@ -891,8 +891,11 @@ int FinishRun(const GotraceFinishRequest& req) {
                    it.stats.model.kernel_processes > 0 ? "from the kernel" : "inferred", secs,
                    word.c_str());
       if (it.stats.model.dropped_records > 0)
-        std::fprintf(stderr, "gotrace: the trace has gaps: %s records dropped (the log could not be written)\n",
-                     Grouped(it.stats.model.dropped_records).c_str());
+        std::fprintf(
+            stderr,
+            "gotrace: the trace has gaps: %s records dropped (recording stopped, or the log "
+            "could not be written: the process said which)\n",
+            Grouped(it.stats.model.dropped_records).c_str());
       if (const std::string k = KernelLossLine(it.stats.model); !k.empty())
         std::fprintf(stderr, "gotrace: %s\n", k.c_str());
     }

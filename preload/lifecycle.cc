@@ -1182,7 +1182,12 @@ void EncodeNow(const char* out_path, bool announce, sys::Line* reply = nullptr) 
     char b2[256];
     sys::Line d(b2, sizeof b2);
     d.Str("the trace has gaps: ").Grouped(res.dropped_records).Str(" records and ");
-    d.Grouped(g.chunks_dropped.load()).Str(" chunks dropped (the log could not be written)");
+    // Recording stopped (GOTRACE_MAX_MB, a full disk) said why in a line
+    // of its own; what its threads had in flight then is this.
+    d.Grouped(g.chunks_dropped.load())
+        .Str(g.stopped.load(std::memory_order_relaxed)
+                 ? " chunks dropped when recording stopped (why: above)"
+                 : " chunks dropped (the log could not be written)");
     sys::Log(d.c_str());
   }
   if (res.kernel_loss[0] != '\0') sys::Log(res.kernel_loss);
