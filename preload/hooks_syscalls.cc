@@ -1177,9 +1177,9 @@ GT_EXPORT int dup3(int fd, int to, int flags) {
 // failed, returns here.
 GT_EXPORT int daemon(int nochdir, int noclose) {
   GT_OR_MISSING(daemon, int);
-  g.daemon_pending.store(true, std::memory_order_relaxed);
+  g.daemon_tid.store(sys::GetTid(), std::memory_order_relaxed);
   const int r = real_daemon(nochdir, noclose);
-  g.daemon_pending.store(false, std::memory_order_relaxed);
+  g.daemon_tid.store(0, std::memory_order_relaxed);
   if (r == 0 && noclose == 0) StderrGone();
   return r;
 }

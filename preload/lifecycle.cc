@@ -2252,6 +2252,13 @@ void AtExit() { Finalize(false); }
 // A lookup made in a child (its first sigaction, dup2, execve...) is lost
 // with it, and cost a shell three page faults of libc's symbol tables and
 // the lookups per command; made once here, every child has them.
+// Whether this thread is inside daemon(3) (another thread's fork meanwhile
+// is no daemon's).
+bool InDaemon() {
+  const int tid = g.daemon_tid.load(std::memory_order_relaxed);
+  return tid != 0 && tid == sys::GetTid();
+}
+
 void BeforeFork() {
   NoteMadeChild();
   if (!g.forked_once) {
@@ -2262,8 +2269,9 @@ void BeforeFork() {
     fdclass::WipeOnFork();
   }
   // daemon(3)'s fork: AtForkParent tells from errno whether it made the
-  // child (ours is the last prepare handler to run: registered first).
-  if (GT_UNLIKELY(g.daemon_pending.load(std::memory_order_relaxed))) errno = 0;
+  // child. (Ours runs late among the prepare handlers, registered early;
+  // one after it that sets errno only leaves the parent to end as before.)
+  if (GT_UNLIKELY(InDaemon())) errno = 0;
 }
 
 // Problem: glibc's daemon(3) ends its parent with its own _exit(0), right
@@ -2274,7 +2282,7 @@ void BeforeFork() {
 // runs the parent's handlers when the fork fails too (errno set; daemon then
 // returns -1 and the program goes on).
 void AtForkParent() {
-  if (GT_LIKELY(!g.daemon_pending.load(std::memory_order_relaxed)) || errno != 0) return;
+  if (GT_LIKELY(!InDaemon()) || errno != 0) return;
   ErrnoGuard errno_guard;
   SetExitStatus(0);
   FinishProcess();

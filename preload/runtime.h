@@ -245,7 +245,7 @@ struct Globals {
   std::atomic<bool> ending{false};           // Finalize has begun
   std::atomic<bool> kernel_tried{false};     // the kernel's records were asked for (StartKernelSched)
   bool forked_once = false;                  // BeforeFork has resolved the rest of the table
-  std::atomic<bool> daemon_pending{false};   // inside daemon(3) (its parent ends in AtForkParent)
+  std::atomic<int> daemon_tid{0};  // the thread inside daemon(3) (its parent ends in AtForkParent)
   std::atomic<bool> reaped_child{false};     // the current log recorded a child's exit
   std::atomic<bool> made_child{false};       // forked, spawned or vforked: never learned quiet
   bool pool_reset_pending = false;           // a fork child's region is still its parent's
