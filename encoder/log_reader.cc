@@ -524,9 +524,10 @@ Status LogSet::IndexFile(uint32_t index) {
   } else if (valid_chunks != end_rec.chunks_before + 1) {
     const std::string msg = f.path + ": incomplete log: " + std::to_string(valid_chunks) +
                             " chunks present, " + std::to_string(end_rec.chunks_before + 1) +
-                            " written (--lenient encodes what is there)";
-    if (strict_) return Status::Error(msg);
-    warnings_.push_back(msg);
+                            " written";
+    // (The advice is for a strict read; a lenient one is already doing it.)
+    if (strict_) return Status::Error(msg + " (--lenient encodes what is there)");
+    warnings_.push_back(msg + "; encoded what is there");
   }
 
   // The clock: the longest interval between the start and a sync point.
