@@ -256,8 +256,13 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
         // per name (the 1.19 goroutine list groups by it); the routine, if
         // any, stays visible as the frame's file.
         std::string group = FoldThreadName(name->second);
-        if (routine != nullptr && routines_of_name[group].size() > 1)
-          group += " [" + routine->stand_in + "]";
+        if (routine != nullptr && routines_of_name[group].size() > 1) {
+          // The main thread's routine is main, named or not (a stripped
+          // program's: "python3 [python3.11+0x627ca0]" beside its workers).
+          const bool main_thread = u.fallback != nullptr && std::strcmp(u.fallback, "main") == 0;
+          group += " [" +
+                   (main_thread && !routine->named ? std::string("main") : routine->stand_in) + "]";
+        }
         frames.push_back(NamedFrame(w, group, routine != nullptr ? routine->stand_in : "?"));
       } else if (routine != nullptr) {
         frames.insert(frames.end(), routine->frames.begin(), routine->frames.end());

@@ -461,6 +461,25 @@ TEST_CASE("thread names name the threads whose start routine has none, in Go 1.1
   CheckGoroutineGroups(k.run.trace, want);
 }
 
+// Threads of a stripped program all go by its name (python3's main thread
+// and its workers): each routine is a group, named by its address; the main
+// thread's is main, which it said as "python3 [python3.11+0x627ca0]".
+TEST_CASE("a stripped program's main thread is [main] beside workers of its name",
+          "[model][names]") {
+  TempDir dir;
+  LogBuilder b;
+  DefineStandardStacks(b);
+  constexpr uint64_t kStrippedMain = 0xf0000, kStrippedWorker = 0xf1000;  // no names
+  auto& main_thread =
+      b.Thread(100).Start(1000, 0, 0, kStrippedMain, log::kThreadExisted | log::kThreadMain);
+  main_thread.Create(2000, 0, 1, kStrippedWorker, kStkCreate);
+  b.Thread(101).Start(2'500, 1, 1, kStrippedWorker).Name(9'000, 1, 0, "app").End(10'000, 1);
+  main_thread.Name(90'000, 0, 0, "app").End(100'000, 0);
+  b.TraceEnd(100'000);
+  Checked k = EncodeAndValidate(b, dir);
+  CheckGoroutineGroups(k.run.trace, {{"app [main]", 1}, {"app [0xf1000]", 1}});
+}
+
 TEST_CASE("several logs merge into one trace", "[model]") {
   TempDir dir;
   LogBuilder b1(2, 1000, 100), b2(2, 1500, 200);
