@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +43,7 @@
 #include "encoder/numbered_name.h"
 #include "encoder/proc_files.h"
 #include "encoder/quiet_journal.h"
+#include "encoder/switch_value.h"
 
 extern char** environ;
 
@@ -116,18 +116,15 @@ constexpr const char* kUsage =
   std::exit(code);
 }
 
-// A switch in the environment, as the library reads its own (1 or 0,
-// yes/no, true/false, on/off): false when unset or empty; anything else
-// says so in one line and is false.
+// A switch in the environment, as the library reads its own
+// (SwitchValue): false when unset or empty; anything else says so in one
+// line and is false.
 bool EnvSwitch(const char* name) {
   const char* v = getenv(name);
   if (v == nullptr || *v == '\0') return false;
-  std::string w(v);
-  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (w == "1" || w == "yes" || w == "true" || w == "on") return true;
-  if (w != "0" && w != "no" && w != "false" && w != "off")
-    std::fprintf(stderr, "%s: ignoring %s='%s': expected 1 or 0\n", g_prog, name, v);
-  return false;
+  const int on = SwitchValue(v);
+  if (on < 0) std::fprintf(stderr, "%s: ignoring %s='%s': expected 1 or 0\n", g_prog, name, v);
+  return on == 1;
 }
 
 std::string Dir(const std::string& p) {
@@ -627,8 +624,8 @@ void ForwardSent(int sig, siginfo_t* info, void*) {
 void ForwardStop(int sig, siginfo_t* info, void*) {
   const int saved = errno;
   if (info != nullptr && info->si_code <= 0 && g_child > 0) kill(g_child, sig);
-  struct sigaction dfl {
-  }, mine{};
+  struct sigaction dfl = {};
+  struct sigaction mine = {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(sig, &dfl, &mine);

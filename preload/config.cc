@@ -3,10 +3,11 @@
 #include "preload/config.h"
 
 #include <stdlib.h>
-#include <unistd.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "encoder/quiet_journal.h"
+#include "encoder/switch_value.h"
 #include "preload/sys/raw.h"
 
 namespace gotrace {
@@ -19,25 +20,14 @@ void Invalid(const char* var, const char* value, const char* expected) {
   sys::Log(l.c_str());
 }
 
-// Whether v is `word`, ignoring ASCII case.
-bool WordIs(const char* v, const char* word) {
-  for (; *word != '\0'; ++v, ++word) {
-    const char c = *v >= 'A' && *v <= 'Z' ? static_cast<char>(*v - 'A' + 'a') : *v;
-    if (c != *word) return false;
-  }
-  return *v == '\0';
-}
-
-// A switch variable: 1 or 0 (yes/no, true/false, on/off alike, in any
-// case). An empty value leaves the default; anything else prints one line
-// and leaves it too (GOTRACE_DISABLE=x disabled tracing, silently).
+// A switch variable (SwitchValue). An empty value leaves the default;
+// anything else prints one line and leaves it too (GOTRACE_DISABLE=x
+// disabled tracing, silently).
 void Switch(const char* name, bool* out) {
   const char* v = Var(name);
   if (v == nullptr || *v == '\0') return;
-  if (sys::StrEq(v, "1") || WordIs(v, "yes") || WordIs(v, "true") || WordIs(v, "on")) {
-    *out = true;
-  } else if (sys::StrEq(v, "0") || WordIs(v, "no") || WordIs(v, "false") || WordIs(v, "off")) {
-    *out = false;
+  if (const int on = SwitchValue(v); on >= 0) {
+    *out = on == 1;
   } else {
     char full[64];
     sys::Line(full, sizeof full).Str("GOTRACE_").Str(name);

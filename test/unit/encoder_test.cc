@@ -15,6 +15,7 @@
 #include "encoder/printable.h"
 #include "encoder/shell_word.h"
 #include "encoder/stack_table.h"
+#include "encoder/switch_value.h"
 #include "encoder/trace_checker.h"
 #include "encoder/varint.h"
 #include "test/support/log_builder.h"
@@ -788,6 +789,14 @@ TEST_CASE("stack table: threads that share a name but not a routine are groups o
   CHECK(got[main_start][0].pc != got[worker1][0].pc);
   CHECK(got[worker1][0].pc == got[worker2][0].pc);
   CHECK(strings[got[other][0].func] == "logger");
+}
+
+// The library and the launcher read switches by the same words.
+TEST_CASE("switch values: 1 or 0 in words of any case, anything else -1", "[encoder]") {
+  for (const char* on : {"1", "yes", "Yes", "TRUE", "on", "On"}) CHECK(SwitchValue(on) == 1);
+  for (const char* off : {"0", "no", "NO", "false", "off", "Off"}) CHECK(SwitchValue(off) == 0);
+  for (const char* bad : {"", "x", "2", "10", "yess", "ye", "of", "1 ", "on!"})
+    CHECK(SwitchValue(bad) == -1);
 }
 
 TEST_CASE("thread names fold the numbers of a series, not digits inside words",
