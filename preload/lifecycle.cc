@@ -2248,10 +2248,7 @@ void AtExit() { Finalize(false); }
 // through, the heap is still counted, exit and exec finalize nothing) and
 // g.fork_log_pending is set; a child that execs or exits before recording
 // anything writes no file at all, as an empty one was removed before.
-// In the parent, before its first fork: the rest of the real functions.
-// A lookup made in a child (its first sigaction, dup2, execve...) is lost
-// with it, and cost a shell three page faults of libc's symbol tables and
-// the lookups per command; made once here, every child has them.
+
 // Whether this thread is inside daemon(3) (another thread's fork meanwhile
 // is no daemon's).
 bool InDaemon() {
@@ -2259,6 +2256,10 @@ bool InDaemon() {
   return tid != 0 && tid == sys::GetTid();
 }
 
+// In the parent, before its first fork: the rest of the real functions.
+// A lookup made in a child (its first sigaction, dup2, execve...) is lost
+// with it, and cost a shell three page faults of libc's symbol tables and
+// the lookups per command; made once here, every child has them.
 void BeforeFork() {
   NoteMadeChild();
   if (!g.forked_once) {
