@@ -470,7 +470,7 @@ Status Replay::Run() {
 // Model
 
 uint64_t Replay::StartStackOf(const Thread& t, uint64_t creator_stack) {
-  const char* fallback = t.is_main ? "main" : "thread";
+  const char* fallback = t.is_main ? StackTable::kMainRoutine : "thread";
   return stacks_->StartStack(t.file, t.start_pc, creator_stack, fallback, Index(t) + 1);
 }
 

@@ -257,11 +257,14 @@ void StackTable::WriteAll(GoTraceWriter* w, const std::vector<Symbolizer*>& syms
         // any, stays visible as the frame's file.
         std::string group = FoldThreadName(name->second);
         if (routine != nullptr && routines_of_name[group].size() > 1) {
-          // The main thread's routine is main, named or not (a stripped
-          // program's: "python3 [python3.11+0x627ca0]" beside its workers).
-          const bool main_thread = u.fallback != nullptr && std::strcmp(u.fallback, "main") == 0;
-          group += " [" +
-                   (main_thread && !routine->named ? std::string("main") : routine->stand_in) + "]";
+          // (A stripped program's main thread was "python3
+          // [python3.11+0x627ca0]" beside its workers.)
+          const bool main_thread =
+              u.fallback != nullptr && std::strcmp(u.fallback, kMainRoutine) == 0;
+          group +=
+              " [" +
+              (main_thread && !routine->named ? std::string(kMainRoutine) : routine->stand_in) +
+              "]";
         }
         frames.push_back(NamedFrame(w, group, routine != nullptr ? routine->stand_in : "?"));
       } else if (routine != nullptr) {

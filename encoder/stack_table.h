@@ -76,6 +76,10 @@ class StackTable {
     return d != files_[file].defs.end() && !d->second.pcs.empty();
   }
 
+  // The main thread's `fallback`: its routine is main, named or not (a
+  // stripped program's main is shown so beside workers of its name).
+  static constexpr const char* kMainRoutine = "main";
+
   // Trace stack id of the one-frame start stack of a thread whose start
   // routine is start_pc (0: unknown, named `fallback`). `creator_stack` is the
   // log stack of the creation, whose epoch locates start_pc (0: epoch 0).
